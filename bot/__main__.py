@@ -1,0 +1,5 @@
+"""``python -m bot`` is the same as ``bot``."""
+
+from bot.cli import main
+
+main()

@@ -1,0 +1,194 @@
+"""Settings, read once from the environment and ``.env``; nothing else reads ``os.environ``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from bot.errors import SettingsError
+
+#: what to put in a variable, for the one-line error naming it
+_HINTS = {
+    "SLACK_BOT_TOKEN": "the bot token from your Slack app's OAuth page (xoxb-...)",
+    "SLACK_SIGNING_SECRET": "the signing secret from your Slack app's Basic Information page",
+    "SLACK_APP_TOKEN": "an app-level token with connections:write (xapp-...)",
+    "OPENAI_API_KEY": "your OpenAI API key (or any key your OpenAI-compatible server accepts)",
+    "DATABASE_URL": "sqlite:///./bot.db or postgresql://user:password@host:5432/dbname",
+    "LLM_API": "chat or responses",
+    "LOG_FORMAT": "text or json",
+    "WRITE_APPROVAL": "on or off",
+    "STREAM_ANSWERS": "on or off",
+    "JIRA_URL": "your Jira base URL, e.g. https://example.atlassian.net",
+    "MAX_TOOL_ROUNDS": "a whole number from 1 to 50",
+    "HISTORY_TOKEN_BUDGET": "a whole number of tokens, e.g. 12000",
+    "TOOL_TIMEOUT_S": "a number of seconds, e.g. 30",
+    "MODEL_TIMEOUT_S": "a number of seconds, e.g. 60",
+    "TURN_DEADLINE_S": "a number of seconds, e.g. 300",
+    "APPROVAL_TIMEOUT_S": "a number of seconds, e.g. 86400",
+    "PORT": "a TCP port number, e.g. 3000",
+    "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR",
+}
+
+
+def _on_off(value: object) -> object:
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in {"on", "true", "1", "yes"}:
+            return True
+        if lowered in {"off", "false", "0", "no"}:
+            return False
+    return value
+
+
+def _comma_list(value: object) -> object:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    """Every setting of INTERFACE.md; the field name is the variable's name."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=True
+    )
+
+    SLACK_BOT_TOKEN: str | None = None
+    """Bot token (xoxb-); needed by `run`."""
+    SLACK_SIGNING_SECRET: str | None = None
+    """Verifies that HTTP requests come from Slack; needed in HTTP mode."""
+    SLACK_APP_TOKEN: str | None = None
+    """App-level token (xapp-); when set, `run` uses Socket Mode."""
+    SLACK_API_URL: str = "https://slack.com/api/"
+    """Base URL of every Slack Web API call."""
+
+    OPENAI_API_KEY: str | None = None
+    """Key for the model server."""
+    OPENAI_BASE_URL: str | None = None
+    """Any OpenAI-compatible server; the OpenAI default when unset."""
+    OPENAI_MODEL: str = "gpt-5-mini"
+    """Model name."""
+    LLM_API: Literal["chat", "responses"] = "chat"
+    """`chat` (Chat Completions) or `responses` (Responses API)."""
+    MAX_TOOL_ROUNDS: int = Field(5, ge=1, le=50)
+    """Tool rounds per turn before the answer is forced."""
+    HISTORY_TOKEN_BUDGET: int = Field(12000, ge=0)
+    """Most tokens of stored history replayed into one request."""
+    TOOL_TIMEOUT_S: float = Field(30, gt=0)
+    """One tool call's time limit."""
+    MODEL_TIMEOUT_S: float = Field(60, gt=0)
+    """One model request's time limit (the SDK's own default is 600 s)."""
+    TURN_DEADLINE_S: float = Field(300, gt=0)
+    """A whole turn's time limit, all rounds included."""
+    SYSTEM_PROMPT: str | None = None
+    """The system message; the built-in one when unset."""
+    SYSTEM_PROMPT_FILE: Path | None = None
+    """A file holding the system message."""
+
+    JIRA_URL: str | None = None
+    """Jira base URL; unset = the Jira tools are not offered to the model."""
+    JIRA_EMAIL: str | None = None
+    """Jira Cloud account email (with JIRA_API_TOKEN)."""
+    JIRA_API_TOKEN: str | None = None
+    """Jira Cloud API token (with JIRA_EMAIL)."""
+    JIRA_PAT: str | None = None
+    """Jira Server / Data Center personal access token."""
+    JIRA_PROJECT: str | None = None
+    """Project key for new tickets when the model names none."""
+    JIRA_ALLOWED_PROJECTS: list[str] | None = None
+    """Comma list of project keys tickets may be created in; JIRA_PROJECT when unset."""
+
+    DATABASE_URL: str = "sqlite:///./bot.db"
+    """sqlite:///... or postgresql://...; the async driver is chosen here."""
+    PORT: int = Field(3000, ge=1, le=65535)
+    """HTTP port of the Events API endpoint, /healthz and /admin."""
+    ADMIN_TOKEN: str | None = None
+    """Enables /admin; unset = /admin answers 404."""
+    ADMIN_SLACK_USERS: list[str] = Field(default_factory=list)
+    """Comma list of Slack user IDs who may approve any write."""
+    WRITE_APPROVAL: bool = True
+    """on: a writing tool waits for the requester's approval; off: it runs at once."""
+    APPROVAL_TIMEOUT_S: float = Field(86400, gt=0)
+    """An unanswered approval request expires after this."""
+    STREAM_ANSWERS: bool = False
+    """on: the answer appears in Slack as the model writes it."""
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    """Log level."""
+    LOG_FORMAT: Literal["text", "json"] = "text"
+    """text, or json for one JSON object a line."""
+
+    _normalise_flags = field_validator("WRITE_APPROVAL", "STREAM_ANSWERS", mode="before")(
+        lambda cls, v: _on_off(v)
+    )
+    _normalise_lists = field_validator("JIRA_ALLOWED_PROJECTS", "ADMIN_SLACK_USERS", mode="before")(
+        lambda cls, v: _comma_list(v)
+    )
+
+    @field_validator("LOG_LEVEL", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("DATABASE_URL")
+    @classmethod
+    def _known_database(cls, value: str) -> str:
+        async_database_url(value)
+        return value
+
+    @property
+    def async_database_url(self) -> str:
+        return async_database_url(self.DATABASE_URL)
+
+    @property
+    def allowed_projects(self) -> list[str]:
+        if self.JIRA_ALLOWED_PROJECTS:
+            return [p.upper() for p in self.JIRA_ALLOWED_PROJECTS]
+        return [self.JIRA_PROJECT.upper()] if self.JIRA_PROJECT else []
+
+    def require(self, *names: str) -> None:
+        """Raise SettingsError naming the first of ``names`` that is unset."""
+        for name in names:
+            if not getattr(self, name):
+                raise SettingsError(f"{name} is not set: put {_hint(name)} in it (or in .env).")
+
+    def system_prompt(self, default: str) -> str:
+        if self.SYSTEM_PROMPT:
+            return self.SYSTEM_PROMPT
+        if self.SYSTEM_PROMPT_FILE:
+            try:
+                return self.SYSTEM_PROMPT_FILE.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise SettingsError(
+                    f"SYSTEM_PROMPT_FILE cannot be read ({exc.strerror}): "
+                    "put the path of a readable text file in it."
+                ) from None
+        return default
+
+
+def async_database_url(url: str) -> str:
+    """``sqlite:///x`` -> ``sqlite+aiosqlite:///x``; ``postgresql://`` -> ``+asyncpg``."""
+    scheme, sep, rest = url.partition("://")
+    base = scheme.split("+", 1)[0].lower()
+    if not sep or base not in {"sqlite", "postgresql", "postgres"}:
+        raise ValueError("must start with sqlite:/// or postgresql://")
+    if base == "sqlite":
+        return f"sqlite+aiosqlite://{rest}"
+    return f"postgresql+asyncpg://{rest}"
+
+
+def _hint(name: str) -> str:
+    return _HINTS.get(name, "a value")
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the settings once; a malformed one becomes a one-line SettingsError."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        name = str(error["loc"][0]) if error["loc"] else "a setting"
+        reason = error["msg"].removeprefix("Value error, ")
+        raise SettingsError(f"{name} is invalid ({reason}): put {_hint(name)} in it.") from None

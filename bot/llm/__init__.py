@@ -1,0 +1,1 @@
+"""Model adapters: the only place that knows the OpenAI wire formats."""

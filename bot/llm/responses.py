@@ -1,0 +1,109 @@
+"""Neutral messages <-> the Responses API (``function_call`` / ``function_call_output``).
+
+The history is kept locally and replayed whole (``store=False``), so no server-side state
+(``previous_response_id``) can expire under us.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+
+from bot.llm.base import TextSink, model_error
+from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage
+
+
+class ResponsesModel:
+    """A ChatModel over ``POST /responses``."""
+
+    api = "responses"
+
+    def __init__(self, client: openai.AsyncOpenAI, model: str) -> None:
+        self.client = client
+        self.model = model
+
+    async def complete(
+        self,
+        system: str,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        on_text: TextSink | None = None,
+    ) -> ModelReply:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "instructions": system,
+            "input": to_wire(messages),
+            "store": False,
+        }
+        if tools:
+            request["tools"] = [tool_to_wire(t) for t in tools]
+        try:
+            if on_text is not None:
+                response = await self._stream(request, on_text)
+            else:
+                response = await self.client.responses.create(**request)
+        except openai.OpenAIError as exc:
+            raise model_error(exc) from exc
+        return _reply(response)
+
+    async def _stream(self, request: dict[str, Any], on_text: TextSink) -> Any:
+        async with self.client.responses.stream(**request) as stream:
+            async for event in stream:
+                if event.type == "response.output_text.delta" and event.delta:
+                    await on_text(event.delta)
+            return await stream.get_final_response()
+
+
+def _reply(response: Any) -> ModelReply:
+    text: list[str] = []
+    calls: list[ToolCall] = []
+    for item in response.output or ():
+        if item.type == "message":
+            text.extend(part.text for part in item.content if part.type == "output_text")
+        elif item.type == "function_call":
+            calls.append(ToolCall(item.call_id, item.name, item.arguments or ""))
+    finish = "tool_calls" if calls else "stop"
+    if response.status == "incomplete":
+        reason = getattr(response.incomplete_details, "reason", None)
+        finish = "content_filter" if reason == "content_filter" else "length"
+    usage = response.usage
+    return ModelReply(
+        content="".join(text) or None,
+        tool_calls=tuple(calls),
+        usage=Usage(usage.input_tokens, usage.output_tokens) if usage else Usage(),
+        finish=finish,
+    )
+
+
+def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "tool":
+            items.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": message.tool_call_id,
+                    "output": message.content or "",
+                }
+            )
+            continue
+        if message.content or not message.tool_calls:
+            items.append({"role": message.role, "content": message.content or ""})
+        items.extend(
+            {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
+            for c in message.tool_calls
+        )
+    return items
+
+
+def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
+    # Responses treats function tools as strict unless told; our optional arguments aren't
+    return {
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": spec.parameters,
+        "strict": False,
+    }

@@ -1,0 +1,193 @@
+"""Neutral values shared by the loop, the model adapters and storage.
+
+``Message.to_dict`` / ``from_dict`` are the history JSON of INTERFACE.md: a key that
+does not apply is absent, except ``content`` of an assistant message that only calls
+tools, which is null.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+Role = Literal["user", "assistant", "tool"]
+Outcome = Literal["running", "answered", "max_rounds", "error", "truncated", "interrupted"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model asked for; ``arguments`` is the JSON text exactly as sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        return cls(id=data["id"], name=data["name"], arguments=data.get("arguments") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One stored or in-flight message, in the same form for both API modes."""
+
+    role: Role
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    user_id: str | None = None
+    slack_ts: str | None = None
+    id: int | None = None
+    turn_id: int | None = None
+    created_at: datetime | None = None
+    #: estimated token count, set when stored; lets the window avoid re-counting
+    tokens: int = 0
+
+    @classmethod
+    def user(cls, text: str, *, user_id: str | None = None, slack_ts: str | None = None) -> Message:
+        return cls(role="user", content=text, user_id=user_id, slack_ts=slack_ts)
+
+    @classmethod
+    def assistant(cls, text: str | None, tool_calls: tuple[ToolCall, ...] = ()) -> Message:
+        return cls(role="assistant", content=text, tool_calls=tuple(tool_calls))
+
+    @classmethod
+    def tool_result(cls, call: ToolCall, content: str) -> Message:
+        return cls(role="tool", content=content, tool_call_id=call.id, name=call.name)
+
+    def with_(self, **changes: Any) -> Message:
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.id is not None:
+            data["id"] = self.id
+        data["role"] = self.role
+        if self.content is not None or (self.role == "assistant" and self.tool_calls):
+            data["content"] = self.content
+        if self.tool_calls:
+            data["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            data["name"] = self.name
+        if self.user_id is not None:
+            data["user_id"] = self.user_id
+        if self.slack_ts is not None:
+            data["slack_ts"] = self.slack_ts
+        if self.turn_id is not None:
+            data["turn_id"] = self.turn_id
+        if self.created_at is not None:
+            data["created_at"] = iso(self.created_at)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Message:
+        created = data.get("created_at")
+        return cls(
+            role=data["role"],
+            content=data.get("content"),
+            tool_calls=tuple(ToolCall.from_dict(c) for c in data.get("tool_calls") or ()),
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            user_id=data.get("user_id"),
+            slack_ts=data.get("slack_ts"),
+            id=data.get("id"),
+            turn_id=data.get("turn_id"),
+            created_at=parse_iso(created) if created else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """What the model is told about one tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    """One answer of the model: text, tool calls or both.
+
+    ``finish`` is ``"stop"``, ``"tool_calls"``, ``"length"`` (cut off) or ``"content_filter"``.
+    """
+
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    finish: str = "stop"
+
+
+@dataclass(slots=True)
+class TurnRecord:
+    """One turn's bookkeeping, stored beside its messages."""
+
+    channel_id: str
+    user_id: str | None = None
+    slack_ts: str | None = None
+    rounds: int = 0
+    tools_called: list[str] = field(default_factory=list)
+    outcome: Outcome = "running"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: int | None = None
+    model: str | None = None
+    api_mode: str | None = None
+    error: str | None = None
+    id: int | None = None
+    started_at: datetime | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "channel_id": self.channel_id,
+            "rounds": self.rounds,
+            "tools_called": list(self.tools_called),
+            "outcome": self.outcome,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+        }
+        optional = {
+            "user_id": self.user_id,
+            "slack_ts": self.slack_ts,
+            "latency_ms": self.latency_ms,
+            "model": self.model,
+            "api_mode": self.api_mode,
+            "error": self.error,
+            "started_at": iso(self.started_at) if self.started_at else None,
+        }
+        data.update({k: v for k, v in optional.items() if v is not None})
+        return data
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def iso(moment: datetime) -> str:
+    """ISO 8601 in UTC with a ``Z``, as the history documents show it."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def parse_iso(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))

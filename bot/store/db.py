@@ -1,0 +1,44 @@
+"""The async engine for DATABASE_URL, with each backend's settings for safe concurrency."""
+
+from __future__ import annotations
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+
+from bot.config import async_database_url
+
+#: how long SQLite waits for another writer before "database is locked"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def create_engine(database_url: str) -> AsyncEngine:
+    """An engine for ``sqlite:///...`` or ``postgresql://...`` (the async driver is chosen)."""
+    url = async_database_url(database_url)
+    if url.startswith("sqlite"):
+        engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "begin", _sqlite_begin_immediate)
+        return engine
+    # pre-ping: a restarted PostgreSQL costs one failed check, not a failed turn
+    return create_async_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+
+
+def sessionmaker(engine: AsyncEngine) -> async_sessionmaker:
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+    # WAL lets readers and one writer work at once; busy_timeout waits instead of failing
+    dbapi_connection.isolation_level = None  # we issue BEGIN ourselves (see below)
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_begin_immediate(connection) -> None:  # type: ignore[no-untyped-def]
+    # BEGIN IMMEDIATE takes the write lock up front, so busy_timeout applies instead of a
+    # deferred transaction failing at once with "database is locked" when it upgrades
+    connection.exec_driver_sql("BEGIN IMMEDIATE")

@@ -1,0 +1,396 @@
+"""HistoryStore: each channel's messages and turns, and the channel's queue lock."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from bot.messages import Message, ToolCall, TurnRecord, utcnow
+from bot.store.db import sessionmaker
+from bot.store.models import ChannelRow, ChannelTicket, MessageRow, TurnRow
+
+log = logging.getLogger(__name__)
+
+#: a lock holder renews its ticket this often; a ticket not renewed for TICKET_TTL is dead
+TICKET_RENEW = timedelta(seconds=10)
+TICKET_TTL = timedelta(seconds=45)
+#: rows read per page when filling the window, newest first
+WINDOW_PAGE = 200
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    channel_id: str
+    name: str | None
+    messages: int
+    turns: int
+    last_activity: datetime | None
+
+
+class HistoryStore:
+    """Stored conversations. Every method is one short transaction."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self.engine = engine
+        self.sessions: async_sessionmaker[AsyncSession] = sessionmaker(engine)
+
+    # -- the channel lock -------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def channel_lock(self, channel_id: str, poll: float = 0.02) -> AsyncIterator[None]:
+        """Hold ``channel_id`` exclusively, in arrival order, across processes.
+
+        A ticket row is taken at once (so the order is arrival order); the holder is the
+        lowest live ticket. Waiting costs a short indexed query now and then, no connection.
+        """
+        ticket = await self._take_ticket(channel_id)
+        renewer = asyncio.create_task(self._renew(ticket))
+        try:
+            delay = poll
+            while not await self._is_first(channel_id, ticket):
+                await asyncio.sleep(delay)
+                delay = min(delay * 1.5, 0.25)
+            yield
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+            await asyncio.shield(self._drop_ticket(ticket))
+
+    async def _take_ticket(self, channel_id: str) -> int:
+        async with self.sessions.begin() as session:
+            row = ChannelTicket(channel_id=channel_id, expires_at=utcnow() + TICKET_TTL)
+            session.add(row)
+            await session.flush()
+            return row.id
+
+    async def _is_first(self, channel_id: str, ticket: int) -> bool:
+        async with self.sessions() as session:
+            first = await session.scalar(
+                select(ChannelTicket.id)
+                .where(ChannelTicket.channel_id == channel_id, ChannelTicket.expires_at > utcnow())
+                .order_by(ChannelTicket.id)
+                .limit(1)
+            )
+        return first is None or first == ticket
+
+    async def _renew(self, ticket: int) -> None:
+        while True:
+            await asyncio.sleep(TICKET_RENEW.total_seconds())
+            try:
+                async with self.sessions.begin() as session:
+                    await session.execute(
+                        update(ChannelTicket)
+                        .where(ChannelTicket.id == ticket)
+                        .values(expires_at=utcnow() + TICKET_TTL)
+                    )
+            except (OperationalError, DBAPIError):
+                log.warning("could not renew channel ticket %s; retrying", ticket)
+
+    async def _drop_ticket(self, ticket: int) -> None:
+        try:
+            async with self.sessions.begin() as session:
+                await session.execute(delete(ChannelTicket).where(ChannelTicket.id == ticket))
+                # dead tickets of crashed processes would otherwise pile up
+                await session.execute(
+                    delete(ChannelTicket).where(ChannelTicket.expires_at < utcnow() - TICKET_TTL)
+                )
+        except (OperationalError, DBAPIError):
+            log.warning("could not drop channel ticket %s; it expires by itself", ticket)
+
+    # -- turns ------------------------------------------------------------------------
+
+    async def begin_turn(self, record: TurnRecord, user_message: Message) -> tuple[int, Message]:
+        """Store the user's message and a running turn; return the turn id and the stored
+        message. Call under the channel lock."""
+        async with self.sessions.begin() as session:
+            turn = TurnRow(
+                channel_id=record.channel_id,
+                user_id=record.user_id,
+                slack_ts=record.slack_ts,
+                outcome="running",
+                tools_called=[],
+                model=record.model,
+                api_mode=record.api_mode,
+                started_at=record.started_at or utcnow(),
+            )
+            session.add(turn)
+            await session.flush()
+            (stored,) = await self._append(session, record.channel_id, turn.id, [user_message])
+            return turn.id, stored
+
+    async def finish_turn(
+        self,
+        turn_id: int,
+        record: TurnRecord,
+        messages: Sequence[Message],
+        state: dict[str, Any] | None = None,
+    ) -> list[Message]:
+        """Store the turn's other messages and its outcome, in one transaction."""
+        async with self.sessions.begin() as session:
+            stored = await self._append(session, record.channel_id, turn_id, messages)
+            await session.execute(
+                update(TurnRow)
+                .where(TurnRow.id == turn_id)
+                .values(
+                    rounds=record.rounds,
+                    tools_called=list(record.tools_called),
+                    outcome=record.outcome,
+                    input_tokens=record.input_tokens,
+                    output_tokens=record.output_tokens,
+                    latency_ms=record.latency_ms,
+                    model=record.model,
+                    api_mode=record.api_mode,
+                    error=record.error,
+                    state=state,
+                    finished_at=utcnow(),
+                )
+            )
+            return stored
+
+    async def mark_interrupted(self, channel_id: str) -> int:
+        """Turns of this channel left running by a crash become ``interrupted``.
+        Call under the channel lock: then no turn of the channel can really be running."""
+        async with self.sessions.begin() as session:
+            result = await session.execute(
+                update(TurnRow)
+                .where(TurnRow.channel_id == channel_id, TurnRow.outcome == "running")
+                .values(outcome="interrupted", finished_at=utcnow())
+            )
+            return result.rowcount or 0
+
+    async def _append(
+        self,
+        session: AsyncSession,
+        channel_id: str,
+        turn_id: int | None,
+        messages: Sequence[Message],
+    ) -> list[Message]:
+        last = await session.scalar(
+            select(MessageRow.position)
+            .where(MessageRow.channel_id == channel_id)
+            .order_by(MessageRow.position.desc())
+            .limit(1)
+        )
+        position = last or 0
+        rows = []
+        now = utcnow()
+        for message in messages:
+            position += 1
+            rows.append(
+                MessageRow(
+                    channel_id=channel_id,
+                    position=position,
+                    turn_id=turn_id,
+                    role=message.role,
+                    content=message.content,
+                    tool_calls=[c.to_dict() for c in message.tool_calls] or None,
+                    tool_call_id=message.tool_call_id,
+                    tool_name=message.name,
+                    user_id=message.user_id,
+                    slack_ts=message.slack_ts,
+                    tokens=message.tokens,
+                    created_at=message.created_at or now,
+                )
+            )
+        session.add_all(rows)
+        await session.flush()
+        return [_message(row) for row in rows]
+
+    # -- reading ----------------------------------------------------------------------
+
+    async def recent_messages(self, channel_id: str, token_budget: int) -> list[Message]:
+        """The newest messages whose stored token counts just exceed ``token_budget``
+        (so the caller can cut at a whole turn), oldest first. Reads pages from the newest
+        end: the cost follows the budget, not the channel's length."""
+        picked: list[MessageRow] = []
+        total = 0
+        before: int | None = None
+        async with self.sessions() as session:
+            while total <= token_budget:
+                query = select(MessageRow).where(MessageRow.channel_id == channel_id)
+                if before is not None:
+                    query = query.where(MessageRow.position < before)
+                page = (
+                    await session.scalars(
+                        query.order_by(MessageRow.position.desc()).limit(WINDOW_PAGE)
+                    )
+                ).all()
+                for row in page:
+                    picked.append(row)
+                    total += row.tokens
+                    if total > token_budget:
+                        break
+                if len(page) < WINDOW_PAGE:
+                    break
+                before = page[-1].position
+        return [_message(row) for row in reversed(picked)]
+
+    async def messages(self, channel_id: str) -> list[Message]:
+        """All of one channel's messages, in order."""
+        async with self.sessions() as session:
+            rows = await session.scalars(
+                select(MessageRow)
+                .where(MessageRow.channel_id == channel_id)
+                .order_by(MessageRow.position)
+            )
+            return [_message(row) for row in rows]
+
+    async def iter_messages(
+        self, channel_id: str | None = None, batch: int = 1000
+    ) -> AsyncIterator[tuple[str, Message]]:
+        """Every stored message (of one channel or all), ordered, read in batches."""
+        last_id = 0
+        while True:
+            async with self.sessions() as session:
+                query = select(MessageRow).where(MessageRow.id > last_id)
+                if channel_id is not None:
+                    query = query.where(MessageRow.channel_id == channel_id)
+                rows = (await session.scalars(query.order_by(MessageRow.id).limit(batch))).all()
+            if not rows:
+                return
+            for row in rows:
+                yield row.channel_id, _message(row)
+            last_id = rows[-1].id
+
+    async def turns(self, channel_id: str) -> list[TurnRecord]:
+        async with self.sessions() as session:
+            rows = await session.scalars(
+                select(TurnRow).where(TurnRow.channel_id == channel_id).order_by(TurnRow.id)
+            )
+            return [_turn(row) for row in rows]
+
+    async def turn_state(self, turn_id: int) -> tuple[TurnRecord, dict[str, Any] | None] | None:
+        async with self.sessions() as session:
+            row = await session.get(TurnRow, turn_id)
+            return (_turn(row), row.state) if row else None
+
+    async def list_sessions(self) -> list[SessionSummary]:
+        """Every channel with stored messages, most recently active first."""
+        async with self.sessions() as session:
+            counts = (
+                await session.execute(
+                    select(
+                        MessageRow.channel_id, func.count(), func.max(MessageRow.created_at)
+                    ).group_by(MessageRow.channel_id)
+                )
+            ).all()
+            turns = dict(
+                (
+                    await session.execute(
+                        select(TurnRow.channel_id, func.count()).group_by(TurnRow.channel_id)
+                    )
+                ).all()
+            )
+            names = dict(
+                (await session.execute(select(ChannelRow.channel_id, ChannelRow.name))).all()
+            )
+        summaries = [
+            SessionSummary(channel, names.get(channel), count, turns.get(channel, 0), last)
+            for channel, count, last in counts
+        ]
+        summaries.sort(key=lambda s: s.last_activity or datetime.min, reverse=True)
+        return summaries
+
+    async def has_channel(self, channel_id: str) -> bool:
+        async with self.sessions() as session:
+            found = await session.scalar(
+                select(MessageRow.id).where(MessageRow.channel_id == channel_id).limit(1)
+            )
+            if found is None:
+                found = await session.scalar(
+                    select(TurnRow.id).where(TurnRow.channel_id == channel_id).limit(1)
+                )
+            return found is not None
+
+    # -- names, deletion and retention ------------------------------------------------
+
+    async def set_channel_name(self, channel_id: str, name: str) -> None:
+        async with self.sessions.begin() as session:
+            await session.merge(ChannelRow(channel_id=channel_id, name=name, updated_at=utcnow()))
+
+    async def delete_channel(self, channel_id: str) -> int:
+        """Forget one session; returns how many messages were deleted."""
+        async with self.sessions.begin() as session:
+            deleted = await session.execute(
+                delete(MessageRow).where(MessageRow.channel_id == channel_id)
+            )
+            await session.execute(delete(TurnRow).where(TurnRow.channel_id == channel_id))
+            await session.execute(delete(ChannelRow).where(ChannelRow.channel_id == channel_id))
+            return deleted.rowcount or 0
+
+    async def delete_slack_message(self, channel_id: str, slack_ts: str) -> int:
+        """A message deleted in Slack is deleted here too."""
+        async with self.sessions.begin() as session:
+            deleted = await session.execute(
+                delete(MessageRow).where(
+                    MessageRow.channel_id == channel_id, MessageRow.slack_ts == slack_ts
+                )
+            )
+            return deleted.rowcount or 0
+
+    async def purge(self, older_than: datetime) -> int:
+        """Retention: delete messages created before ``older_than``, and turns left empty."""
+        async with self.sessions.begin() as session:
+            deleted = await session.execute(
+                delete(MessageRow).where(MessageRow.created_at < older_than)
+            )
+            await session.execute(
+                delete(TurnRow).where(
+                    TurnRow.started_at < older_than,
+                    ~select(MessageRow.id).where(MessageRow.turn_id == TurnRow.id).exists(),
+                )
+            )
+            return deleted.rowcount or 0
+
+    async def ping(self) -> bool:
+        try:
+            async with self.sessions() as session:
+                await session.execute(select(1))
+            return True
+        except (OperationalError, DBAPIError, OSError):
+            return False
+
+
+def _message(row: MessageRow) -> Message:
+    return Message(
+        role=row.role,  # type: ignore[arg-type]
+        content=row.content,
+        tool_calls=tuple(ToolCall.from_dict(c) for c in row.tool_calls or ()),
+        tool_call_id=row.tool_call_id,
+        name=row.tool_name,
+        user_id=row.user_id,
+        slack_ts=row.slack_ts,
+        id=row.id,
+        turn_id=row.turn_id,
+        created_at=row.created_at,
+        tokens=row.tokens,
+    )
+
+
+def _turn(row: TurnRow) -> TurnRecord:
+    return TurnRecord(
+        channel_id=row.channel_id,
+        user_id=row.user_id,
+        slack_ts=row.slack_ts,
+        rounds=row.rounds,
+        tools_called=list(row.tools_called or ()),
+        outcome=row.outcome,  # type: ignore[arg-type]
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        latency_ms=row.latency_ms,
+        model=row.model,
+        api_mode=row.api_mode,
+        error=row.error,
+        id=row.id,
+        started_at=row.started_at,
+    )

@@ -1,0 +1,62 @@
+"""Shared fixtures: a migrated database of each kind, one per test.
+
+SQLite always; PostgreSQL when TEST_DATABASE_URL is set (else those cases are skipped).
+Each PostgreSQL case gets a database of its own, created on that server and dropped after.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import Iterator
+
+import asyncpg
+import pytest
+
+from bot.store.migrate import upgrade
+
+POSTGRES_URL = os.environ.get("TEST_DATABASE_URL")
+
+
+def _admin(url: str, statement: str) -> None:
+    async def run() -> None:
+        connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
+        try:
+            await connection.execute(statement)
+        finally:
+            await connection.close()
+
+    asyncio.run(run())
+
+
+def postgres_database() -> Iterator[str]:
+    """A fresh, migrated database on the TEST_DATABASE_URL server; dropped afterwards."""
+    if not POSTGRES_URL:
+        pytest.skip("TEST_DATABASE_URL is not set")
+    name = f"bot_test_{uuid.uuid4().hex[:12]}"
+    _admin(POSTGRES_URL, f'CREATE DATABASE "{name}"')
+    url = POSTGRES_URL.rsplit("/", 1)[0] + "/" + name
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        _admin(POSTGRES_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    """A migrated, empty database: a SQLite file, and PostgreSQL when configured."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'bot.db'}"
+        upgrade(url)
+        yield url
+    else:
+        yield from postgres_database()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path) -> str:  # type: ignore[no-untyped-def]
+    url = f"sqlite:///{tmp_path / 'bot.db'}"
+    upgrade(url)
+    return url
