@@ -60,3 +60,19 @@ def sqlite_url(tmp_path) -> str:  # type: ignore[no-untyped-def]
     url = f"sqlite:///{tmp_path / 'bot.db'}"
     upgrade(url)
     return url
+
+
+@pytest.fixture(scope="session")
+def _openai_server():  # type: ignore[no-untyped-def]
+    from tests.fakes.openai_server import FakeOpenAI
+
+    with FakeOpenAI(api_key="test-key") as server:
+        yield server
+
+
+@pytest.fixture
+def fake_openai(_openai_server):  # type: ignore[no-untyped-def]
+    """The strict fake OpenAI server, emptied for this test."""
+    _openai_server.reset()
+    yield _openai_server
+    _openai_server.reset()

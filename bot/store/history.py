@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, select, text, update
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -46,17 +47,20 @@ class HistoryStore:
     # -- the channel lock -------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def channel_lock(self, channel_id: str, poll: float = 0.02) -> AsyncIterator[None]:
-        """Hold ``channel_id`` exclusively, in arrival order, across processes.
+    async def channel_lock(
+        self, channel_id: str, order_key: str | None = None, poll: float = 0.02
+    ) -> AsyncIterator[None]:
+        """Hold ``channel_id`` exclusively, across processes, in ``order_key`` order.
 
-        A ticket row is taken at once (so the order is arrival order); the holder is the
-        lowest live ticket. Waiting costs a short indexed query now and then, no connection.
+        ``order_key`` is the message's Slack ts (default: now, in the same format), so
+        turns run in the order the messages were sent even when deliveries race. Waiting
+        costs a short query now and then, not a held connection.
         """
-        ticket = await self._take_ticket(channel_id)
+        ticket = await self._take_ticket(channel_id, order_key or f"{time.time():.6f}")
         renewer = asyncio.create_task(self._renew(ticket))
         try:
             delay = poll
-            while not await self._is_first(channel_id, ticket):
+            while not await self._try_hold(channel_id, ticket):
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, 0.25)
             yield
@@ -66,22 +70,44 @@ class HistoryStore:
                 await renewer
             await asyncio.shield(self._drop_ticket(ticket))
 
-    async def _take_ticket(self, channel_id: str) -> int:
+    async def _take_ticket(self, channel_id: str, order_key: str) -> int:
         async with self.sessions.begin() as session:
-            row = ChannelTicket(channel_id=channel_id, expires_at=utcnow() + TICKET_TTL)
+            row = ChannelTicket(
+                channel_id=channel_id,
+                order_key=order_key,
+                holding=False,
+                expires_at=utcnow() + TICKET_TTL,
+            )
             session.add(row)
             await session.flush()
             return row.id
 
-    async def _is_first(self, channel_id: str, ticket: int) -> bool:
-        async with self.sessions() as session:
-            first = await session.scalar(
-                select(ChannelTicket.id)
-                .where(ChannelTicket.channel_id == channel_id, ChannelTicket.expires_at > utcnow())
-                .order_by(ChannelTicket.id)
-                .limit(1)
+    async def _try_hold(self, channel_id: str, ticket: int) -> bool:
+        """Take the channel if this ticket is first in line and nobody holds it."""
+        async with self.sessions.begin() as session:
+            if session.bind.dialect.name == "postgresql":
+                # serialises this short check-and-set per channel (SQLite's BEGIN IMMEDIATE
+                # already serialises every writer)
+                await session.execute(
+                    text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                    {"key": f"bot-channel:{channel_id}"},
+                )
+            live = (
+                await session.execute(
+                    select(ChannelTicket.id, ChannelTicket.holding)
+                    .where(
+                        ChannelTicket.channel_id == channel_id,
+                        ChannelTicket.expires_at > utcnow(),
+                    )
+                    .order_by(ChannelTicket.order_key, ChannelTicket.id)
+                )
+            ).all()
+            if any(holding for _, holding in live) or (live and live[0].id != ticket):
+                return False
+            await session.execute(
+                update(ChannelTicket).where(ChannelTicket.id == ticket).values(holding=True)
             )
-        return first is None or first == ticket
+            return True
 
     async def _renew(self, ticket: int) -> None:
         while True:
@@ -300,6 +326,18 @@ class HistoryStore:
         ]
         summaries.sort(key=lambda s: s.last_activity or datetime.min, reverse=True)
         return summaries
+
+    async def channels_with_text(self, text: str) -> set[str]:
+        """The channels with a message whose content contains ``text`` (case-insensitive
+        for ASCII on every backend)."""
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        async with self.sessions() as session:
+            found = await session.scalars(
+                select(MessageRow.channel_id)
+                .where(MessageRow.content.ilike(pattern, escape="\\"))
+                .distinct()
+            )
+            return set(found)
 
     async def has_channel(self, channel_id: str) -> bool:
         async with self.sessions() as session:

@@ -8,6 +8,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Boolean,
     DateTime,
     ForeignKey,
     Index,
@@ -84,17 +85,21 @@ class MessageRow(Base):
 
 
 class ChannelTicket(Base):
-    """A place in a channel's queue: the lowest live ticket holds the channel's lock.
+    """A place in a channel's queue. The live ticket that comes first by (order_key, id)
+    takes the channel when no other ticket holds it.
 
-    Tickets are rows rather than held connections or advisory locks, so waiting turns cost
-    no connection, the order is arrival order across processes, and a crashed holder's
-    ticket simply expires.
+    Tickets are rows rather than held connections or session advisory locks, so waiting
+    turns cost no connection, the order is the messages' Slack order across processes, and
+    a crashed holder's ticket simply expires.
     """
 
     __tablename__ = "channel_tickets"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
     channel_id: Mapped[str] = mapped_column(String(64))
+    #: the message's Slack ts (or the arrival time in the same format)
+    order_key: Mapped[str] = mapped_column(String(32))
+    holding: Mapped[bool] = mapped_column(Boolean, default=False)
     expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (Index("ix_channel_tickets_channel", "channel_id", "id"),)

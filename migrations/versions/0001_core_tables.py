@@ -27,6 +27,8 @@ def upgrade() -> None:
             nullable=False,
         ),
         sa.Column("channel_id", sa.String(length=64), nullable=False),
+        sa.Column("order_key", sa.String(length=32), nullable=False),
+        sa.Column("holding", sa.Boolean(), nullable=False),
         sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )

@@ -1,0 +1,45 @@
+"""Run the real ``bot`` entry point in a subprocess, with a clean environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+#: settings that would leak in from a developer's shell and change what is tested
+_SCRUBBED_PREFIXES = (
+    "SLACK_",
+    "OPENAI_",
+    "JIRA_",
+    "ADMIN_",
+    "DATABASE_URL",
+    "LLM_API",
+    "MAX_TOOL_ROUNDS",
+    "HISTORY_TOKEN_BUDGET",
+    "SYSTEM_PROMPT",
+    "WRITE_",
+    "STREAM_",
+    "LOG_",
+)
+
+
+def run_bot(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cwd: Path,
+    input: str | None = None,
+    timeout: float = 60,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m bot ARGS`` in ``cwd`` (where a ``.env`` may lie), with ``env`` added."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUBBED_PREFIXES)}
+    return subprocess.run(
+        [sys.executable, "-m", "bot", *args],
+        cwd=cwd,
+        env={**base, **(env or {})},
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
