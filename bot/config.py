@@ -53,7 +53,12 @@ class Settings(BaseSettings):
     """Every setting of INTERFACE.md; the field name is the variable's name."""
 
     model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", case_sensitive=True
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=True,
+        # a copied .env.example leaves many settings empty: empty means unset
+        env_ignore_empty=True,
     )
 
     SLACK_BOT_TOKEN: str | None = None

@@ -61,7 +61,7 @@ class Conversations:
         """Answer one message. Never raises for model or tool failures; a database failure
         becomes a failed Reply too."""
         try:
-            async with self.store.channel_lock(incoming.channel_id):
+            async with self.store.channel_lock(incoming.channel_id, order_key=incoming.slack_ts):
                 return await self._turn(incoming, on_progress, on_text)
         except (SQLAlchemyError, OSError, StoreError):
             log.exception("turn in %s failed on the database", incoming.channel_id)
@@ -72,9 +72,6 @@ class Conversations:
     ) -> Reply:
         started = time.perf_counter()
         channel = incoming.channel_id
-        interrupted = await self.store.mark_interrupted(channel)
-        if interrupted:
-            log.warning("%d interrupted turn(s) found in %s", interrupted, channel)
         stored = await self.store.recent_messages(channel, self.token_budget)
         history = select_window(stored, self.token_budget)
         user = Message.user(incoming.text, user_id=incoming.user_id, slack_ts=incoming.slack_ts)

@@ -56,13 +56,15 @@ class HistoryStore:
         turns run in the order the messages were sent even when deliveries race. Waiting
         costs a short query now and then, not a held connection.
         """
-        ticket = await self._take_ticket(channel_id, order_key or f"{time.time():.6f}")
+        ticket, holding = await self._take_ticket(channel_id, order_key or f"{time.time():.6f}")
         renewer = asyncio.create_task(self._renew(ticket))
         try:
             delay = poll
-            while not await self._try_hold(channel_id, ticket):
+            while not holding:
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, 0.25)
+                async with self.sessions.begin() as session:
+                    holding = await self._hold_if_first(session, channel_id, ticket)
             yield
         finally:
             renewer.cancel()
@@ -70,7 +72,8 @@ class HistoryStore:
                 await renewer
             await asyncio.shield(self._drop_ticket(ticket))
 
-    async def _take_ticket(self, channel_id: str, order_key: str) -> int:
+    async def _take_ticket(self, channel_id: str, order_key: str) -> tuple[int, bool]:
+        """A new ticket, and whether it already holds the channel (the usual, idle case)."""
         async with self.sessions.begin() as session:
             row = ChannelTicket(
                 channel_id=channel_id,
@@ -80,34 +83,33 @@ class HistoryStore:
             )
             session.add(row)
             await session.flush()
-            return row.id
+            return row.id, await self._hold_if_first(session, channel_id, row.id)
 
-    async def _try_hold(self, channel_id: str, ticket: int) -> bool:
+    async def _hold_if_first(self, session: AsyncSession, channel_id: str, ticket: int) -> bool:
         """Take the channel if this ticket is first in line and nobody holds it."""
-        async with self.sessions.begin() as session:
-            if session.bind.dialect.name == "postgresql":
-                # serialises this short check-and-set per channel (SQLite's BEGIN IMMEDIATE
-                # already serialises every writer)
-                await session.execute(
-                    text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
-                    {"key": f"bot-channel:{channel_id}"},
-                )
-            live = (
-                await session.execute(
-                    select(ChannelTicket.id, ChannelTicket.holding)
-                    .where(
-                        ChannelTicket.channel_id == channel_id,
-                        ChannelTicket.expires_at > utcnow(),
-                    )
-                    .order_by(ChannelTicket.order_key, ChannelTicket.id)
-                )
-            ).all()
-            if any(holding for _, holding in live) or (live and live[0].id != ticket):
-                return False
+        if session.bind.dialect.name == "postgresql":
+            # serialises this short check-and-set per channel (SQLite's BEGIN IMMEDIATE
+            # already serialises every writer)
             await session.execute(
-                update(ChannelTicket).where(ChannelTicket.id == ticket).values(holding=True)
+                text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
+                {"key": f"bot-channel:{channel_id}"},
             )
-            return True
+        live = (
+            await session.execute(
+                select(ChannelTicket.id, ChannelTicket.holding)
+                .where(
+                    ChannelTicket.channel_id == channel_id,
+                    ChannelTicket.expires_at > utcnow(),
+                )
+                .order_by(ChannelTicket.order_key, ChannelTicket.id)
+            )
+        ).all()
+        if any(holding for _, holding in live) or (live and live[0].id != ticket):
+            return False
+        await session.execute(
+            update(ChannelTicket).where(ChannelTicket.id == ticket).values(holding=True)
+        )
+        return True
 
     async def _renew(self, ticket: int) -> None:
         while True:
@@ -137,8 +139,16 @@ class HistoryStore:
 
     async def begin_turn(self, record: TurnRecord, user_message: Message) -> tuple[int, Message]:
         """Store the user's message and a running turn; return the turn id and the stored
-        message. Call under the channel lock."""
+        message. Call under the channel lock: any turn of the channel still marked running
+        was cut short by a crash, and is marked interrupted here."""
         async with self.sessions.begin() as session:
+            interrupted = await session.execute(
+                update(TurnRow)
+                .where(TurnRow.channel_id == record.channel_id, TurnRow.outcome == "running")
+                .values(outcome="interrupted", finished_at=utcnow())
+            )
+            if interrupted.rowcount:
+                log.warning("%d interrupted turn(s) in %s", interrupted.rowcount, record.channel_id)
             turn = TurnRow(
                 channel_id=record.channel_id,
                 user_id=record.user_id,
@@ -182,17 +192,6 @@ class HistoryStore:
                 )
             )
             return stored
-
-    async def mark_interrupted(self, channel_id: str) -> int:
-        """Turns of this channel left running by a crash become ``interrupted``.
-        Call under the channel lock: then no turn of the channel can really be running."""
-        async with self.sessions.begin() as session:
-            result = await session.execute(
-                update(TurnRow)
-                .where(TurnRow.channel_id == channel_id, TurnRow.outcome == "running")
-                .values(outcome="interrupted", finished_at=utcnow())
-            )
-            return result.rowcount or 0
 
     async def _append(
         self,
@@ -238,17 +237,19 @@ class HistoryStore:
         """The newest messages whose stored token counts just exceed ``token_budget``
         (so the caller can cut at a whole turn), oldest first. Reads pages from the newest
         end: the cost follows the budget, not the channel's length."""
-        picked: list[MessageRow] = []
+        # plain rows, not ORM objects: this runs every turn and reads the whole budget
+        table = MessageRow.__table__
+        picked: list[Any] = []
         total = 0
         before: int | None = None
         async with self.sessions() as session:
             while total <= token_budget:
-                query = select(MessageRow).where(MessageRow.channel_id == channel_id)
+                query = select(table).where(table.c.channel_id == channel_id)
                 if before is not None:
-                    query = query.where(MessageRow.position < before)
+                    query = query.where(table.c.position < before)
                 page = (
-                    await session.scalars(
-                        query.order_by(MessageRow.position.desc()).limit(WINDOW_PAGE)
+                    await session.execute(
+                        query.order_by(table.c.position.desc()).limit(WINDOW_PAGE)
                     )
                 ).all()
                 for row in page:
@@ -399,7 +400,8 @@ class HistoryStore:
             return False
 
 
-def _message(row: MessageRow) -> Message:
+def _message(row: Any) -> Message:
+    """A Message from an ORM row or a plain result row (same column names)."""
     return Message(
         role=row.role,  # type: ignore[arg-type]
         content=row.content,
