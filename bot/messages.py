@@ -12,7 +12,16 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 Role = Literal["user", "assistant", "tool"]
-Outcome = Literal["running", "answered", "max_rounds", "error", "truncated", "interrupted"]
+Outcome = Literal[
+    "running",
+    "answered",
+    "max_rounds",
+    "error",
+    "truncated",
+    "interrupted",
+    "awaiting_approval",
+    "expired",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +163,8 @@ class TurnRecord:
     error: str | None = None
     id: int | None = None
     started_at: datetime | None = None
+    #: a paused turn's resumable state; not part of the documents
+    state: dict[str, Any] | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {

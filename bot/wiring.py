@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 import openai
 
@@ -66,5 +67,10 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         max_rounds=settings.MAX_TOOL_ROUNDS,
         deadline_s=settings.TURN_DEADLINE_S,
     )
-    conversations = Conversations(store, loop, settings.HISTORY_TOKEN_BUDGET)
+    conversations = Conversations(
+        store,
+        loop,
+        settings.HISTORY_TOKEN_BUDGET,
+        approval_timeout=timedelta(seconds=settings.APPROVAL_TIMEOUT_S),
+    )
     return Services(settings, store, registry, chat_model, conversations)

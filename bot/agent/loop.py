@@ -10,12 +10,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from bot.agent.tokens import count_message
 from bot.errors import ModelError, ModelTimeout
 from bot.llm.base import ChatModel, TextSink
 from bot.messages import Message, ModelReply, ToolCall, Usage
-from bot.tools.base import ToolRegistry
+from bot.tools.base import ToolRegistry, error_result
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,22 @@ ProgressSink = Callable[[Sequence[ToolCall]], Awaitable[None]]
 EMPTY_ANSWER = "I could not come up with an answer. Please rephrase the question."
 CUT_OFF_NOTE = "\n\n_(This answer was cut off: it was longer than the model may write.)_"
 FILTERED_ANSWER = "I can't help with that request."
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with a call of a writing tool: run it, decline it (the reason is the
+    call's result), or pause the turn until a person decides."""
+
+    action: Literal["run", "decline", "pause"]
+    reason: str = ""
+
+
+RUN = Decision("run")
+PAUSE = Decision("pause")
+
+#: asked before each call of a tool that writes
+Approver = Callable[[ToolCall], Awaitable[Decision]]
 
 
 @dataclass
@@ -39,6 +56,10 @@ class TurnResult:
     tools_called: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     error: ModelError | None = None
+    #: when paused for approval: the assistant message whose calls wait, and everything
+    #: the model had seen before it (to resume from)
+    pending: Message | None = None
+    conversation: list[Message] = field(default_factory=list)
 
 
 @dataclass
@@ -56,16 +77,46 @@ class Loop:
         history: Sequence[Message],
         user: Message,
         *,
+        approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
     ) -> TurnResult:
         """Run one turn. Never raises ModelError: a failing model is the result's error."""
         result = TurnResult(outcome="running")
-        conversation = [*history, user]
-        deadline = asyncio.get_running_loop().time() + self.deadline_s
+        rounds = self._rounds([*history, user], result, approver, on_progress, on_text)
+        return await self._bounded(rounds, result)
+
+    async def resume(
+        self,
+        conversation: Sequence[Message],
+        pending: Message,
+        decisions: dict[str, Decision],
+        prior: TurnResult,
+        *,
+        approver: Approver | None = None,
+        on_progress: ProgressSink | None = None,
+        on_text: TextSink | None = None,
+    ) -> TurnResult:
+        """Continue a paused turn: run or decline the pending calls as decided, then go
+        on as ``run`` would. ``prior`` carries the rounds, tools and usage so far."""
+        result = TurnResult(
+            outcome="running",
+            rounds=prior.rounds,
+            tools_called=list(prior.tools_called),
+            usage=prior.usage,
+        )
+        history = list(conversation)
+
+        async def continued() -> None:
+            await self._run_calls(_counted(pending), history, result, decisions, on_progress)
+            await self._rounds(history, result, approver, on_progress, on_text)
+
+        return await self._bounded(continued(), result)
+
+    async def _bounded(self, work: Awaitable[None], result: TurnResult) -> TurnResult:
         try:
-            async with asyncio.timeout_at(deadline):
-                await self._rounds(conversation, result, on_progress, on_text)
+            async with asyncio.timeout(self.deadline_s):
+                await work
         except TimeoutError:
             result.outcome, result.error = (
                 "error",
@@ -79,6 +130,7 @@ class Loop:
         self,
         conversation: list[Message],
         result: TurnResult,
+        approver: Approver | None,
         on_progress: ProgressSink | None,
         on_text: TextSink | None,
     ) -> None:
@@ -87,11 +139,25 @@ class Loop:
             capped = result.rounds >= self.max_rounds
             reply = await self._ask(conversation, [] if capped else specs, on_text)
             result.usage += reply.usage
-            if reply.tool_calls and not capped:
-                await self._run_tools(reply, conversation, result, on_progress)
-                continue
-            self._finish(reply, conversation, result, capped)
-            return
+            if not reply.tool_calls or capped:
+                self._finish(reply, conversation, result, capped)
+                return
+            assistant = _counted(Message.assistant(reply.content, reply.tool_calls))
+            decisions = await self._decide(reply.tool_calls, approver)
+            if any(d.action == "pause" for d in decisions.values()):
+                result.outcome, result.pending = "awaiting_approval", assistant
+                result.conversation = list(conversation)
+                return
+            await self._run_calls(assistant, conversation, result, decisions, on_progress)
+
+    async def _decide(
+        self, calls: Sequence[ToolCall], approver: Approver | None
+    ) -> dict[str, Decision]:
+        decisions = {}
+        for call in calls:
+            writes = self.registry.writes(call.name)
+            decisions[call.id] = await approver(call) if writes and approver else RUN
+        return decisions
 
     async def _ask(self, conversation, specs, on_text) -> ModelReply:  # type: ignore[no-untyped-def]
         started = time.perf_counter()
@@ -99,19 +165,27 @@ class Loop:
         log.debug("model answered in %.0f ms", (time.perf_counter() - started) * 1000)
         return reply
 
-    async def _run_tools(
+    async def _run_calls(
         self,
-        reply: ModelReply,
+        assistant: Message,
         conversation: list[Message],
         result: TurnResult,
+        decisions: dict[str, Decision],
         on_progress: ProgressSink | None,
     ) -> None:
-        calls = reply.tool_calls
+        """Run one round's calls (in parallel; results in call order) and record them."""
+        calls = assistant.tool_calls
         if on_progress is not None:
             await on_progress(calls)
-        # every call runs, in parallel; each result is stored in call order
-        outputs = await asyncio.gather(*(self.registry.run(call) for call in calls))
-        new = [_counted(Message.assistant(reply.content, calls))]
+
+        async def outcome(call: ToolCall) -> str:
+            decision = decisions.get(call.id, RUN)
+            if decision.action == "run":
+                return await self.registry.run(call)
+            return error_result(decision.reason or "Not done: the action was not approved.")
+
+        outputs = await asyncio.gather(*(outcome(call) for call in calls))
+        new = [assistant]
         new += [_counted(Message.tool_result(c, o)) for c, o in zip(calls, outputs, strict=True)]
         conversation.extend(new)
         result.messages.extend(new)

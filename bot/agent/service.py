@@ -1,20 +1,22 @@
 """Conversations: one turn of a channel's session, from the incoming message to the
-stored answer. Every shell (Slack, CLI) goes through ``handle``."""
+stored answer. Every shell (Slack, CLI) goes through ``handle`` (and ``resume`` for a turn
+that paused for a person's approval)."""
 
 from __future__ import annotations
 
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot.agent.loop import Loop, ProgressSink
+from bot.agent.loop import Approver, Decision, Loop, ProgressSink, TurnResult
 from bot.agent.tokens import count_message
 from bot.agent.window import select_window
 from bot.errors import StoreError
 from bot.llm.base import TextSink
-from bot.messages import Message, TurnRecord
+from bot.messages import Message, ToolCall, TurnRecord, Usage, iso, parse_iso, utcnow
 from bot.store.history import HistoryStore
 
 log = logging.getLogger(__name__)
@@ -32,12 +34,17 @@ class Incoming:
 
 @dataclass(frozen=True)
 class Reply:
-    """What the shell shows: the answer, or a short message saying what went wrong."""
+    """What the shell shows: the answer, or a short message saying what went wrong.
+
+    With ``outcome == "awaiting_approval"`` there is no answer yet: ``pending`` holds the
+    writing calls a person must approve before ``Conversations.resume`` goes on.
+    """
 
     text: str
     ok: bool
     outcome: str
     turn_id: int | None = None
+    pending: tuple[ToolCall, ...] = ()
 
 
 STORE_FAILED = "I could not reach my database, so I did not answer. Please try again shortly."
@@ -46,29 +53,71 @@ STORE_FAILED = "I could not reach my database, so I did not answer. Please try a
 class Conversations:
     """Runs turns: the channel's lock, its history window, the loop, and storage."""
 
-    def __init__(self, store: HistoryStore, loop: Loop, token_budget: int) -> None:
+    def __init__(
+        self,
+        store: HistoryStore,
+        loop: Loop,
+        token_budget: int,
+        approval_timeout: timedelta = timedelta(days=1),
+    ) -> None:
         self.store = store
         self.loop = loop
         self.token_budget = token_budget
+        self.approval_timeout = approval_timeout
 
     async def handle(
         self,
         incoming: Incoming,
         *,
+        approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
     ) -> Reply:
         """Answer one message. Never raises for model or tool failures; a database failure
-        becomes a failed Reply too."""
+        becomes a failed Reply too. ``approver`` is asked before each writing call (none:
+        writes run at once)."""
         try:
-            async with self.store.channel_lock(incoming.channel_id, order_key=incoming.slack_ts):
-                return await self._turn(incoming, on_progress, on_text)
+            async with self.store.channel_lock(incoming.channel_id, incoming.slack_ts):
+                return await self._turn(incoming, approver, on_progress, on_text)
         except (SQLAlchemyError, OSError, StoreError):
             log.exception("turn in %s failed on the database", incoming.channel_id)
             return Reply(STORE_FAILED, ok=False, outcome="error")
 
+    async def resume(
+        self,
+        turn_id: int,
+        decisions: dict[str, Decision],
+        *,
+        approver: Approver | None = None,
+        on_progress: ProgressSink | None = None,
+        on_text: TextSink | None = None,
+    ) -> Reply | None:
+        """Go on with a turn paused for approval, its pending calls decided. None when the
+        turn is not waiting (already resumed, e.g. a second press, or unknown)."""
+        try:
+            paused = await self.store.turn(turn_id)
+            if paused is None or paused.outcome != "awaiting_approval" or not paused.state:
+                return None
+            async with self.store.channel_lock(paused.channel_id):
+                if not await self.store.claim_paused_turn(turn_id):
+                    return None
+                record = await self.store.turn(turn_id)
+                assert record is not None and record.state is not None
+                if self._expired(record):
+                    record.outcome = "expired"
+                    await self.store.finish_turn(turn_id, record, [])
+                    return Reply(APPROVAL_EXPIRED, ok=False, outcome="expired", turn_id=turn_id)
+                return await self._resume(record, decisions, approver, on_progress, on_text)
+        except (SQLAlchemyError, OSError, StoreError):
+            log.exception("resuming turn %s failed on the database", turn_id)
+            return Reply(STORE_FAILED, ok=False, outcome="error", turn_id=turn_id)
+
     async def _turn(
-        self, incoming: Incoming, on_progress: ProgressSink | None, on_text: TextSink | None
+        self,
+        incoming: Incoming,
+        approver: Approver | None,
+        on_progress: ProgressSink | None,
+        on_text: TextSink | None,
     ) -> Reply:
         started = time.perf_counter()
         channel = incoming.channel_id
@@ -84,25 +133,71 @@ class Conversations:
             api_mode=self.loop.model.api,
         )
         turn_id, user = await self.store.begin_turn(record, user)
-        result = await self.loop.run(history, user, on_progress=on_progress, on_text=on_text)
+        record.id = turn_id
+        run = self.loop.run
+        result = await run(
+            history, user, approver=approver, on_progress=on_progress, on_text=on_text
+        )
         if result.error and result.error.kind == "context_length" and not result.messages:
             # the estimate was too generous for this model: once more with a quarter of it
             log.warning("context length exceeded in %s; retrying with less history", channel)
             history = select_window(stored, self.token_budget // 4)
-            result = await self.loop.run(history, user, on_progress=on_progress, on_text=on_text)
+            result = await run(
+                history, user, approver=approver, on_progress=on_progress, on_text=on_text
+            )
+        return await self._store(record, result, started)
+
+    async def _resume(
+        self,
+        record: TurnRecord,
+        decisions: dict[str, Decision],
+        approver: Approver | None,
+        on_progress: ProgressSink | None,
+        on_text: TextSink | None,
+    ) -> Reply:
+        started = time.perf_counter()
+        state = record.state or {}
+        prior = TurnResult(
+            outcome="running",
+            rounds=record.rounds,
+            tools_called=list(record.tools_called),
+            usage=Usage(record.input_tokens, record.output_tokens),
+        )
+        result = await self.loop.resume(
+            [Message.from_dict(m) for m in state["conversation"]],
+            Message.from_dict(state["pending"]),
+            decisions,
+            prior,
+            approver=approver,
+            on_progress=on_progress,
+            on_text=on_text,
+        )
+        return await self._store(record, result, started, (record.latency_ms or 0))
+
+    async def _store(
+        self, record: TurnRecord, result: TurnResult, started: float, earlier_ms: int = 0
+    ) -> Reply:
+        turn_id = record.id
+        assert turn_id is not None
         record.rounds = result.rounds
         record.tools_called = result.tools_called
         record.outcome = result.outcome  # type: ignore[assignment]
         record.input_tokens = result.usage.input_tokens
         record.output_tokens = result.usage.output_tokens
-        record.latency_ms = round((time.perf_counter() - started) * 1000)
-        if result.error is not None:
-            record.error = f"{result.error.kind}: {result.error}"
-        await self.store.finish_turn(turn_id, record, result.messages)
+        record.latency_ms = earlier_ms + round((time.perf_counter() - started) * 1000)
+        record.error = f"{result.error.kind}: {result.error}" if result.error else None
+        state = None
+        if result.pending is not None:
+            state = {
+                "conversation": [m.to_dict() for m in result.conversation],
+                "pending": result.pending.to_dict(),
+                "paused_at": iso(utcnow()),
+            }
+        await self.store.finish_turn(turn_id, record, result.messages, state=state)
         log.info(
             "turn %s in %s: %s, %d rounds, %d+%d tokens, %d ms",
             turn_id,
-            channel,
+            record.channel_id,
             record.outcome,
             record.rounds,
             record.input_tokens,
@@ -111,4 +206,18 @@ class Conversations:
         )
         if result.error is not None:
             return Reply(str(result.error), ok=False, outcome="error", turn_id=turn_id)
+        if result.pending is not None:
+            writes = tuple(
+                c for c in result.pending.tool_calls if self.loop.registry.writes(c.name)
+            )
+            return Reply("", ok=True, outcome=result.outcome, turn_id=turn_id, pending=writes)
         return Reply(result.answer or "", ok=True, outcome=result.outcome, turn_id=turn_id)
+
+    def _expired(self, record: TurnRecord) -> bool:
+        paused_at = record.state.get("paused_at") if record.state else None
+        if paused_at is None:
+            return False
+        return utcnow() - parse_iso(paused_at) > self.approval_timeout
+
+
+APPROVAL_EXPIRED = "This approval request has expired, so nothing was done. Please ask again."

@@ -3,29 +3,53 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import click
 
+from bot.agent.loop import RUN, Approver, Decision
 from bot.agent.service import Incoming
 from bot.cli.common import prepare_database, settings_for
+from bot.config import Settings
+from bot.messages import ToolCall
 from bot.wiring import build_services
 
 
 @click.command()
 @click.option("--channel", required=True, help="The session (channel ID) to use and extend.")
 @click.option("--user", "user_id", default=None, help="Record the turn as this Slack user.")
+@click.option("--approve", is_flag=True, help="Approve writing tools (ticket creation) in advance.")
 @click.argument("text", nargs=-1, required=True)
-def ask(channel: str, user_id: str | None, text: tuple[str, ...]) -> int:
+def ask(channel: str, user_id: str | None, approve: bool, text: tuple[str, ...]) -> int:
     """Run one turn of the agent in CHANNEL's session and print the answer."""
     settings = settings_for("OPENAI_API_KEY", log_level="WARNING")
     prepare_database(settings)
-    return asyncio.run(_ask(settings, Incoming(channel, " ".join(text), user_id=user_id)))
+    incoming = Incoming(channel, " ".join(text), user_id=user_id)
+    return asyncio.run(_ask(settings, incoming, _decided(settings, approve)))
 
 
-async def _ask(settings, incoming: Incoming) -> int:  # type: ignore[no-untyped-def]
+NOT_APPROVED = (
+    "Not done: this action changes records and needs approval, which this run did not give "
+    "(the person can run `bot ask --approve` to allow it)."
+)
+
+
+def _decided(settings: Settings, approve: bool) -> Approver | None:
+    """Writes approved in advance (--approve), or declined with a reason the model reads."""
+    if not settings.WRITE_APPROVAL:
+        return None
+    decision = RUN if approve else Decision("decline", NOT_APPROVED)
+
+    async def approver(call: ToolCall) -> Decision:
+        return decision
+
+    return approver
+
+
+async def _ask(settings, incoming: Incoming, approver: Approver | None) -> int:  # type: ignore[no-untyped-def]
     services = build_services(settings)
     try:
-        reply = await services.conversations.handle(incoming)
+        reply = await services.conversations.handle(incoming, approver=approver)
     finally:
         await services.close()
     if reply.ok:
@@ -58,7 +82,21 @@ async def _chat(settings, channel: str) -> int:  # type: ignore[no-untyped-def]
                 return 0
             if not text.strip():
                 continue
-            reply = await services.conversations.handle(Incoming(channel, text))
+            approver = _ask_at_prompt if settings.WRITE_APPROVAL else None
+            reply = await services.conversations.handle(Incoming(channel, text), approver=approver)
             click.echo(("bot> " if reply.ok else "bot (error)> ") + reply.text)
     finally:
         await services.close()
+
+
+async def _ask_at_prompt(call: ToolCall) -> Decision:
+    """``bot chat``: the person at the terminal approves each write."""
+    try:
+        arguments = json.dumps(json.loads(call.arguments or "{}"), indent=2, ensure_ascii=False)
+    except json.JSONDecodeError:
+        arguments = call.arguments
+    click.echo(f"The bot wants to run {call.name} with:\n{arguments}")
+    answer = await asyncio.to_thread(input, "Allow it? [y/N] ")
+    if answer.strip().lower() in {"y", "yes"}:
+        return RUN
+    return Decision("decline", "Not done: the person declined this action.")

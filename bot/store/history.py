@@ -193,6 +193,40 @@ class HistoryStore:
             )
             return stored
 
+    async def claim_paused_turn(self, turn_id: int) -> bool:
+        """Move a turn from ``awaiting_approval`` to ``running``; False when it was not
+        waiting (already resumed by another press or process, expired, or unknown)."""
+        async with self.sessions.begin() as session:
+            claimed = await session.execute(
+                update(TurnRow)
+                .where(TurnRow.id == turn_id, TurnRow.outcome == "awaiting_approval")
+                .values(outcome="running")
+            )
+            return claimed.rowcount == 1
+
+    async def expire_paused_turns(self, paused_before: datetime) -> list[TurnRecord]:
+        """Turns waiting for approval since before ``paused_before`` become ``expired``;
+        returns them (with their state) so the shell can say so where it asked."""
+        async with self.sessions.begin() as session:
+            rows = (
+                await session.scalars(
+                    select(TurnRow).where(
+                        TurnRow.outcome == "awaiting_approval",
+                        TurnRow.finished_at < paused_before,
+                    )
+                )
+            ).all()
+            for row in rows:
+                row.outcome = "expired"
+            return [_turn(row) for row in rows]
+
+    async def update_turn_state(self, turn_id: int, changes: dict[str, Any]) -> None:
+        """Merge ``changes`` into a paused turn's state (e.g. where its approval card is)."""
+        async with self.sessions.begin() as session:
+            row = await session.get(TurnRow, turn_id, with_for_update=True)
+            if row is not None:
+                row.state = {**(row.state or {}), **changes}
+
     async def _append(
         self,
         session: AsyncSession,
@@ -296,10 +330,10 @@ class HistoryStore:
             )
             return [_turn(row) for row in rows]
 
-    async def turn_state(self, turn_id: int) -> tuple[TurnRecord, dict[str, Any] | None] | None:
+    async def turn(self, turn_id: int) -> TurnRecord | None:
         async with self.sessions() as session:
             row = await session.get(TurnRow, turn_id)
-            return (_turn(row), row.state) if row else None
+            return _turn(row) if row else None
 
     async def list_sessions(self) -> list[SessionSummary]:
         """Every channel with stored messages, most recently active first."""
@@ -433,4 +467,5 @@ def _turn(row: TurnRow) -> TurnRecord:
         error=row.error,
         id=row.id,
         started_at=row.started_at,
+        state=row.state,
     )

@@ -1,0 +1,114 @@
+"""Writing tools wait for a person: pause, resume once, decline, expire (core level)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+
+import pytest
+
+from bot.agent.loop import PAUSE, RUN, Decision
+from bot.agent.service import Incoming
+from bot.config import load_settings
+from bot.tools.base import tool
+from bot.wiring import build_services
+from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
+
+
+class Tickets:
+    def __init__(self) -> None:
+        self.created: list[str] = []
+
+    @tool(writes=True)
+    def create_ticket(self, summary: str) -> dict[str, str]:
+        """Create a ticket."""
+        self.created.append(summary)
+        return {"key": f"TASK-{len(self.created)}"}
+
+
+@pytest.fixture
+async def setup(database_url, fake_openai):  # type: ignore[no-untyped-def]
+    settings = load_settings(DATABASE_URL=database_url, OPENAI_API_KEY="test-key",
+                             OPENAI_BASE_URL=fake_openai.base_url)
+    services = build_services(settings)
+    tickets = Tickets()
+    services.registry.add_object(tickets)
+    yield services, tickets
+    await services.close()
+
+
+async def pause(call):  # type: ignore[no-untyped-def]
+    return PAUSE
+
+
+async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOpenAI) -> None:
+    services, tickets = setup
+    conversations = services.conversations
+    fake_openai.script(
+        Reply(tool_calls=[ToolUse("get_current_time", {}, "r1"),
+                          ToolUse("create_ticket", {"summary": "Printer on fire"}, "w1")]),
+        Reply(text="Created TASK-1."),
+    )
+
+    paused = await conversations.handle(Incoming("C1", "open a ticket", "U1", "1.1"),
+                                        approver=pause)
+
+    assert paused.outcome == "awaiting_approval" and tickets.created == []
+    assert [c.id for c in paused.pending] == ["w1"]
+    assert [m.role for m in await services.store.messages("C1")] == ["user"]
+
+    first, second = await asyncio.gather(
+        conversations.resume(paused.turn_id, {"w1": RUN}),
+        conversations.resume(paused.turn_id, {"w1": RUN}),
+    )
+
+    replies = [r for r in (first, second) if r is not None]
+    assert len(replies) == 1 and replies[0].text == "Created TASK-1."
+    assert tickets.created == ["Printer on fire"]
+    stored = await services.store.messages("C1")
+    assert [m.role for m in stored] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert json.loads(stored[3].content) == {"key": "TASK-1"}
+    (turn,) = await services.store.turns("C1")
+    assert turn.outcome == "answered" and turn.rounds == 1
+    assert await conversations.resume(paused.turn_id, {"w1": RUN}) is None
+    assert all(r.status == 200 for r in fake_openai.requests)
+
+
+async def test_declined_write_is_explained_to_the_model(setup, fake_openai: FakeOpenAI) -> None:
+    services, tickets = setup
+    fake_openai.script(ToolUse("create_ticket", {"summary": "x"}, "w1"),
+                       Reply(text="OK, I did not create it."))
+    paused = await services.conversations.handle(Incoming("C1", "ticket please"),
+                                                 approver=pause)
+
+    reply = await services.conversations.resume(
+        paused.turn_id, {"w1": Decision("decline", "The person declined.")})
+
+    assert reply.text == "OK, I did not create it." and tickets.created == []
+    assert "The person declined." in json.dumps(fake_openai.requests[-1].body)
+
+
+async def test_other_turns_go_on_while_one_waits(setup, fake_openai: FakeOpenAI) -> None:
+    services, tickets = setup
+    fake_openai.script(ToolUse("create_ticket", {"summary": "x"}, "w1"), "meanwhile",
+                       "created")
+    paused = await services.conversations.handle(Incoming("C1", "ticket"), approver=pause)
+    other = await services.conversations.handle(Incoming("C1", "something else"))
+    assert other.text == "meanwhile"
+    done = await services.conversations.resume(paused.turn_id, {"w1": RUN})
+    assert done.text == "created" and tickets.created == ["x"]
+    assert all(r.status == 200 for r in fake_openai.requests)
+
+
+async def test_expired_request_does_nothing(setup, fake_openai: FakeOpenAI) -> None:
+    services, tickets = setup
+    services.conversations.approval_timeout = timedelta(seconds=0)
+    fake_openai.script(ToolUse("create_ticket", {"summary": "x"}, "w1"))
+    paused = await services.conversations.handle(Incoming("C1", "ticket"), approver=pause)
+
+    reply = await services.conversations.resume(paused.turn_id, {"w1": RUN})
+
+    assert reply.outcome == "expired" and tickets.created == []
+    (turn,) = await services.store.turns("C1")
+    assert turn.outcome == "expired"
