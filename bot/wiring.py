@@ -14,10 +14,13 @@ from bot.config import Settings
 from bot.llm.base import ChatModel
 from bot.llm.chat_completions import ChatCompletionsModel
 from bot.llm.responses import ResponsesModel
+from bot.store.crm import CrmStore
 from bot.store.db import create_engine
 from bot.store.history import HistoryStore
 from bot.tools.base import ToolRegistry
 from bot.tools.clock import get_current_time
+from bot.tools.crm import CrmTools
+from bot.tools.jira import jira_tools
 
 
 @dataclass
@@ -51,6 +54,10 @@ def build_model(settings: Settings) -> ChatModel:
 def build_registry(settings: Settings, store: HistoryStore) -> ToolRegistry:
     registry = ToolRegistry(default_timeout=settings.TOOL_TIMEOUT_S)
     registry.add(get_current_time)
+    registry.add_object(CrmTools(CrmStore(store.sessions)))
+    jira = jira_tools(settings)
+    if jira is not None:
+        registry.add_object(jira)
     return registry
 
 

@@ -8,6 +8,7 @@ import sys
 import click
 
 from bot.cli.agent import ask, chat
+from bot.cli.crm import crm
 from bot.cli.db import db
 from bot.errors import BotError, SettingsError
 
@@ -17,7 +18,7 @@ def cli() -> None:
     """A Slack agent for Jira tickets and CRM look-ups, with reviewable histories."""
 
 
-for command in (ask, chat, db):
+for command in (ask, chat, crm, db):
     cli.add_command(command)
 
 

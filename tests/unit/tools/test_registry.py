@@ -12,8 +12,12 @@ from bot.tools.base import MAX_RESULT_CHARS, ToolRegistry, tool
 
 class Tickets:
     @tool(writes=True)
-    def open_ticket(self, summary: str, priority: Literal["Low", "High"] = "Low",
-                    labels: list[str] | None = None) -> dict[str, str]:
+    def open_ticket(
+        self,
+        summary: str,
+        priority: Literal["Low", "High"] = "Low",
+        labels: list[str] | None = None,
+    ) -> dict[str, str]:
         """Open a ticket.
 
         Args:
@@ -39,8 +43,10 @@ def test_schema_comes_from_hints_and_docstring() -> None:
     properties = spec.parameters["properties"]
     assert spec.parameters["required"] == ["summary"]
     assert spec.parameters["additionalProperties"] is False
-    assert properties["summary"] == {"type": "string",
-                                     "description": "one line saying what is wrong."}
+    assert properties["summary"] == {
+        "type": "string",
+        "description": "one line saying what is wrong.",
+    }
     assert properties["priority"]["enum"] == ["Low", "High"]
     assert registry.writes("open_ticket") and not registry.writes("missing")
 
@@ -49,9 +55,13 @@ def test_valid_call_runs_and_invalid_ones_explain_themselves() -> None:
     registry = ToolRegistry()
     registry.add_object(Tickets())
     assert run(registry, "open_ticket", '{"summary": "down", "labels": ["a", "b"]}') == {
-        "summary": "down", "priority": "Low", "labels": "a,b"}
-    assert "priority" in run(registry, "open_ticket", '{"summary": "x", "priority": "Meh"}')[
-        "error"]
+        "summary": "down",
+        "priority": "Low",
+        "labels": "a,b",
+    }
+    assert (
+        "priority" in run(registry, "open_ticket", '{"summary": "x", "priority": "Meh"}')["error"]
+    )
     assert "summary" in run(registry, "open_ticket", "{}")["error"]
     assert "JSON object" in run(registry, "open_ticket", "[1]")["error"]
     assert "not found" in run(registry, "close_ticket", "{}")["error"]
