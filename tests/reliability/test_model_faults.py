@@ -1,0 +1,125 @@
+"""Model faults injected through the fake OpenAI server: what the user sees, what is stored.
+
+Each case: the fault injected -> the reply the person gets -> what the database holds.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from bot.agent.service import Incoming
+from bot.config import load_settings
+from bot.wiring import build_services
+from tests.fakes.openai_server import Fail, FakeOpenAI, Hang, Reply, ToolUse
+
+
+@pytest.fixture
+async def make_services(database_url, fake_openai):  # type: ignore[no-untyped-def]
+    built = []
+
+    def make(**overrides):  # type: ignore[no-untyped-def]
+        settings = load_settings(
+            DATABASE_URL=database_url,
+            OPENAI_API_KEY="test-key",
+            OPENAI_BASE_URL=fake_openai.base_url,
+            **overrides,
+        )
+        built.append(build_services(settings))
+        return built[-1]
+
+    yield make
+    for services in built:
+        await services.close()
+
+
+async def ask(services, text="hi"):  # type: ignore[no-untyped-def]
+    return await services.conversations.handle(Incoming("C1", text, "U1"))
+
+
+async def test_rate_limited_then_answered(make_services, fake_openai: FakeOpenAI) -> None:
+    """429 with Retry-After: 1 -> the SDK waits and retries -> one answer, one turn."""
+    services = make_services()
+    fake_openai.script(Fail(429, headers={"retry-after": "1"}), Reply(text="fine"))
+    started = time.monotonic()
+    reply = await ask(services)
+    assert reply.text == "fine" and time.monotonic() - started >= 0.9
+    assert [t.outcome for t in await services.store.turns("C1")] == ["answered"]
+
+
+async def test_quota_exhausted_fails_fast(make_services, fake_openai: FakeOpenAI, caplog) -> None:
+    """insufficient_quota -> a plain message to tell an admin; no endless retrying."""
+    services = make_services()
+    fake_openai.responder = lambda r: Fail(
+        429, code="insufficient_quota", type="insufficient_quota"
+    )
+    reply = await ask(services)
+    assert reply.text == "The bot's model quota is used up. Please tell an admin."
+    assert len(fake_openai.requests) <= 3
+    assert any("quota" in r.getMessage() for r in caplog.records if r.levelname == "ERROR")
+
+
+async def test_hung_model_times_out_and_says_so(make_services, fake_openai: FakeOpenAI) -> None:
+    """A server that never answers -> MODEL_TIMEOUT_S per call -> the user is told."""
+    services = make_services(MODEL_TIMEOUT_S=0.5)
+    fake_openai.responder = lambda r: Hang(30)
+    started = time.monotonic()
+    reply = await ask(services)
+    assert not reply.ok and reply.text == "The model did not answer in time."
+    assert time.monotonic() - started < 5  # three attempts of 0.5 s plus back-off
+    (turn,) = await services.store.turns("C1")
+    assert turn.outcome == "error" and turn.error.startswith("timeout")
+    assert [m.role for m in await services.store.messages("C1")] == ["user"]
+
+
+async def test_turn_deadline_bounds_a_slow_tool_loop(
+    make_services, fake_openai: FakeOpenAI
+) -> None:
+    """Every answer slow but in time -> the per-turn deadline stops the turn."""
+    services = make_services(TURN_DEADLINE_S=1.0)
+    fake_openai.latency = 0.4
+    fake_openai.responder = lambda r: ToolUse("get_current_time", {})
+    reply = await ask(services)
+    assert not reply.ok and "took too long" in reply.text
+    # the rounds that completed are kept, each call with its result
+    stored = await services.store.messages("C1")
+    assert stored[0].role == "user" and len(stored) % 2 == 1
+    assert [m.role for m in stored[1:]] == ["assistant", "tool"] * ((len(stored) - 1) // 2)
+
+
+async def test_context_too_long_is_retried_with_less_history(
+    make_services, fake_openai: FakeOpenAI
+) -> None:
+    """context_length_exceeded -> trimmed and retried once -> answered."""
+    services = make_services(HISTORY_TOKEN_BUDGET=2000)
+    for n in range(8):
+        fake_openai.script(Reply(text=f"answer {n}"))
+        await ask(services, f"question {n} " + "words " * 100)
+    fake_openai.reset()
+    fake_openai.script(Fail(400, code="context_length_exceeded"), Reply(text="shorter"))
+
+    reply = await ask(services, "again")
+
+    assert reply.text == "shorter"
+    first, second = fake_openai.requests
+    assert len(second.body["messages"]) < len(first.body["messages"])
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_cut_off_answer_is_marked(make_services, fake_openai: FakeOpenAI, api: str) -> None:
+    """finish_reason length / status incomplete -> shown with a note, turn 'truncated'."""
+    services = make_services(LLM_API=api)
+    fake_openai.script(Reply(text="The first half of", finish_reason="length"))
+    reply = await ask(services)
+    assert reply.text.startswith("The first half of") and "cut off" in reply.text
+    (turn,) = await services.store.turns("C1")
+    assert turn.outcome == "truncated"
+
+
+async def test_content_filter_gets_a_polite_answer(make_services, fake_openai: FakeOpenAI) -> None:
+    services = make_services()
+    fake_openai.script(Reply(text="", finish_reason="content_filter"))
+    reply = await ask(services)
+    assert reply.text == "I can't help with that request."
+    assert len(fake_openai.requests) == 1
