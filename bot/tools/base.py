@@ -35,6 +35,7 @@ class _ToolOptions:
     name: str | None
     writes: bool
     timeout: float | None
+    progress: str | None = None
 
 
 def tool(
@@ -43,12 +44,15 @@ def tool(
     name: str | None = None,
     writes: bool = False,
     timeout: float | None = None,
+    progress: str | None = None,
 ) -> Any:
     """Mark a function or method as a tool. ``writes=True`` declares a tool that changes
-    something outside the bot (it may need a person's approval)."""
+    something outside the bot (it may need a person's approval). ``progress`` says what a
+    call is doing, for people watching, with ``{argument}`` placeholders: "Looking up
+    {issue_key} in Jira"."""
 
     def mark(func: Callable[..., Any]) -> Callable[..., Any]:
-        setattr(func, _TOOL_MARK, _ToolOptions(name, writes, timeout))
+        setattr(func, _TOOL_MARK, _ToolOptions(name, writes, timeout, progress))
         return func
 
     return mark(fn) if fn is not None else mark
@@ -62,6 +66,7 @@ class Tool:
     arguments: type[BaseModel]
     writes: bool
     timeout: float | None
+    progress: str | None = None
 
     @property
     def spec(self) -> ToolSpec:
@@ -97,6 +102,7 @@ class ToolRegistry:
             arguments=arguments,
             writes=options.writes if writes is None else writes,
             timeout=timeout or options.timeout,
+            progress=options.progress,
         )
         self._tools[tool_name] = entry
         return entry
@@ -125,6 +131,25 @@ class ToolRegistry:
     def writes(self, name: str) -> bool:
         entry = self._tools.get(name)
         return bool(entry and entry.writes)
+
+    def describe(self, call: ToolCall) -> str:
+        """What ``call`` is doing, in words for the person waiting ("Looking up TASK-1
+        in Jira"); never fails, whatever the model sent."""
+        entry = self._tools.get(call.name)
+        fallback = f"Running {call.name}"
+        if entry is None or not entry.progress:
+            return fallback
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError:
+            return fallback
+        if not isinstance(arguments, dict):
+            return fallback
+        values = {k: _short(v) for k, v in arguments.items()}
+        try:
+            return entry.progress.format_map(_Blank(values))
+        except (ValueError, IndexError, AttributeError):
+            return fallback
 
     def parse(self, call: ToolCall) -> tuple[Tool, dict[str, Any]]:
         """The tool and validated arguments for ``call``; ToolError when either is wrong."""
@@ -167,6 +192,18 @@ class ToolRegistry:
         except Exception as exc:
             log.exception("tool %s raised", call.name)
             return error_result(f"'{call.name}' failed unexpectedly ({type(exc).__name__}).")
+
+
+class _Blank(dict):  # type: ignore[type-arg]
+    """Arguments the model left out show as "…" in a progress line."""
+
+    def __missing__(self, key: str) -> str:
+        return "…"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def error_result(message: str) -> str:

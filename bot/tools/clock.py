@@ -9,7 +9,7 @@ from bot.errors import ToolError
 from bot.tools.base import tool
 
 
-@tool
+@tool(progress="Checking the date and time")
 def get_current_time(timezone: str = "UTC") -> dict[str, str]:
     """Get the current date, time and weekday.
 

@@ -26,7 +26,7 @@ class CrmTools:
     def __init__(self, store: CrmStore) -> None:
         self.store = store
 
-    @tool
+    @tool(progress="Searching contacts for '{query}'")
     async def crm_find_contacts(self, query: str) -> dict[str, Any]:
         """Find CRM contacts by name, email or company (account) name; up to 10.
 
@@ -56,7 +56,7 @@ class CrmTools:
             )
         return result
 
-    @tool
+    @tool(progress="Reading account {account_id} in the CRM")
     async def crm_get_account(self, account_id: str) -> dict[str, Any]:
         """Read a CRM account (company): industry, tier, owner, notes and its contacts.
 

@@ -115,7 +115,7 @@ class JiraTools:
 
     # ---- tools
 
-    @tool
+    @tool(progress="Looking up {issue_key} in Jira")
     def jira_get_issue(self, issue_key: str) -> dict[str, Any]:
         """Read one Jira issue: summary, status, type, priority, people, dates, description.
 
@@ -156,7 +156,7 @@ class JiraTools:
             "url": self.issue_url(real_key),
         }
 
-    @tool
+    @tool(progress="Searching Jira: {jql}")
     def jira_search_issues(self, jql: str, max_results: int = 10) -> dict[str, Any]:
         """Search Jira issues with a JQL query; returns key, summary, status, assignee and url.
 
@@ -187,7 +187,7 @@ class JiraTools:
             more = bool(data.get("nextPageToken")) or data.get("isLast") is False
         return {"issues": issues, "count": len(issues), "more": more}
 
-    @tool(writes=True)
+    @tool(writes=True, progress="Creating a Jira ticket: {summary}")
     def jira_create_issue(
         self,
         summary: str,

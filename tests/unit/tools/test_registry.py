@@ -78,3 +78,21 @@ def test_huge_results_are_cut() -> None:
     registry.add(dump)
     result = run(registry, "dump", "")
     assert result["truncated"] is True and len(result["partial"]) == MAX_RESULT_CHARS
+
+
+def test_progress_lines_describe_calls_safely() -> None:
+    registry = ToolRegistry()
+
+    @tool(progress="Looking up {issue_key} in Jira")
+    def get(issue_key: str) -> str:
+        """Get."""
+        return issue_key
+
+    registry.add(get)
+    describe = registry.describe
+    assert describe(ToolCall("1", "get", '{"issue_key": "TASK-1"}')) == "Looking up TASK-1 in Jira"
+    assert describe(ToolCall("1", "get", "{}")) == "Looking up … in Jira"
+    assert describe(ToolCall("1", "get", "{broken")) == "Running get"
+    assert describe(ToolCall("1", "nope", "{}")) == "Running nope"
+    long = describe(ToolCall("1", "get", '{"issue_key": "' + "x" * 500 + '"}'))
+    assert len(long) < 100
