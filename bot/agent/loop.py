@@ -26,6 +26,10 @@ ProgressSink = Callable[[Sequence[ToolCall]], Awaitable[None]]
 EMPTY_ANSWER = "I could not come up with an answer. Please rephrase the question."
 CUT_OFF_NOTE = "\n\n_(This answer was cut off: it was longer than the model may write.)_"
 FILTERED_ANSWER = "I can't help with that request."
+CAPPED_NOTE = (
+    "(Note from the bot, not the user: you have used all {} tool rounds for this message. "
+    "Answer now without tools: say what you found and did so far, and what is left to do.)"
+)
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class TurnResult:
     #: the model had seen before it (to resume from)
     pending: Message | None = None
     conversation: list[Message] = field(default_factory=list)
+    #: rounds done before the round cap's count started (a turn continued past the cap)
+    round_base: int = 0
 
 
 @dataclass
@@ -89,7 +95,7 @@ class Loop:
     async def resume(
         self,
         conversation: Sequence[Message],
-        pending: Message,
+        pending: Message | None,
         decisions: dict[str, Decision],
         prior: TurnResult,
         *,
@@ -97,18 +103,21 @@ class Loop:
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
     ) -> TurnResult:
-        """Continue a paused turn: run or decline the pending calls as decided, then go
-        on as ``run`` would. ``prior`` carries the rounds, tools and usage so far."""
+        """Continue a stopped turn: run or decline the pending calls as decided (a turn
+        paused for approval), then go on as ``run`` would. ``prior`` carries the rounds,
+        tools and usage so far; a turn continued after the round cap starts with none."""
         result = TurnResult(
             outcome="running",
             rounds=prior.rounds,
             tools_called=list(prior.tools_called),
             usage=prior.usage,
+            round_base=prior.round_base,
         )
         history = list(conversation)
 
         async def continued() -> None:
-            await self._run_calls(_counted(pending), history, result, decisions, on_progress)
+            if pending is not None:
+                await self._run_calls(_counted(pending), history, result, decisions, on_progress)
             await self._rounds(history, result, approver, on_progress, on_text)
 
         return await self._bounded(continued(), result)
@@ -136,8 +145,13 @@ class Loop:
     ) -> None:
         specs = self.registry.specs()
         while True:
-            capped = result.rounds >= self.max_rounds
-            reply = await self._ask(conversation, [] if capped else specs, on_text)
+            capped = result.rounds - result.round_base >= self.max_rounds
+            if capped:
+                # the forced answer should say what was done and what is left
+                asked = [*conversation, Message.user(CAPPED_NOTE.format(result.rounds))]
+                reply = await self._ask(asked, [], on_text)
+            else:
+                reply = await self._ask(conversation, specs, on_text)
             result.usage += reply.usage
             if not reply.tool_calls or capped:
                 self._finish(reply, conversation, result, capped)
@@ -201,6 +215,8 @@ class Loop:
         elif reply.finish == "content_filter":
             answer = FILTERED_ANSWER
         if capped:
+            # kept so that a person can let the turn go on for more rounds
+            result.conversation = list(conversation)
             log.warning(
                 "turn hit the round cap after %d rounds; last tool %s; answer forced",
                 result.rounds,

@@ -86,28 +86,32 @@ class Conversations:
     async def resume(
         self,
         turn_id: int,
-        decisions: dict[str, Decision],
+        decisions: dict[str, Decision] | None = None,
         *,
         approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
     ) -> Reply | None:
-        """Go on with a turn paused for approval, its pending calls decided. None when the
-        turn is not waiting (already resumed, e.g. a second press, or unknown)."""
+        """Go on with a stopped turn: one paused for approval (its pending calls decided
+        in ``decisions``) or one that hit the round cap (another MAX_TOOL_ROUNDS). None when
+        the turn is not stopped any more (e.g. a second press) or is unknown."""
         try:
-            paused = await self.store.turn(turn_id)
-            if paused is None or paused.outcome != "awaiting_approval" or not paused.state:
+            stopped = await self.store.turn(turn_id)
+            if stopped is None or stopped.outcome not in RESUMABLE or not stopped.state:
                 return None
-            async with self.store.channel_lock(paused.channel_id):
-                if not await self.store.claim_paused_turn(turn_id):
+            async with self.store.channel_lock(stopped.channel_id):
+                if not await self.store.claim_turn(turn_id, stopped.outcome):
                     return None
                 record = await self.store.turn(turn_id)
                 assert record is not None and record.state is not None
-                if self._expired(record):
+                if stopped.outcome == "awaiting_approval" and self._expired(record):
                     record.outcome = "expired"
                     await self.store.finish_turn(turn_id, record, [])
                     return Reply(APPROVAL_EXPIRED, ok=False, outcome="expired", turn_id=turn_id)
-                return await self._resume(record, decisions, approver, on_progress, on_text)
+                paused = stopped.outcome == "awaiting_approval"
+                return await self._resume(
+                    record, decisions or {}, paused, approver, on_progress, on_text
+                )
         except (SQLAlchemyError, OSError, StoreError):
             log.exception("resuming turn %s failed on the database", turn_id)
             return Reply(STORE_FAILED, ok=False, outcome="error", turn_id=turn_id)
@@ -151,6 +155,7 @@ class Conversations:
         self,
         record: TurnRecord,
         decisions: dict[str, Decision],
+        paused: bool,
         approver: Approver | None,
         on_progress: ProgressSink | None,
         on_text: TextSink | None,
@@ -162,10 +167,12 @@ class Conversations:
             rounds=record.rounds,
             tools_called=list(record.tools_called),
             usage=Usage(record.input_tokens, record.output_tokens),
+            # past the round cap, a continued turn gets a fresh allowance of rounds
+            round_base=0 if paused else record.rounds,
         )
         result = await self.loop.resume(
             [Message.from_dict(m) for m in state["conversation"]],
-            Message.from_dict(state["pending"]),
+            Message.from_dict(state["pending"]) if paused else None,
             decisions,
             prior,
             approver=approver,
@@ -193,6 +200,8 @@ class Conversations:
                 "pending": result.pending.to_dict(),
                 "paused_at": iso(utcnow()),
             }
+        elif result.outcome == "max_rounds":
+            state = {"conversation": [m.to_dict() for m in result.conversation]}
         await self.store.finish_turn(turn_id, record, result.messages, state=state)
         log.info(
             "turn %s in %s: %s, %d rounds, %d+%d tokens, %d ms",
@@ -221,3 +230,5 @@ class Conversations:
 
 
 APPROVAL_EXPIRED = "This approval request has expired, so nothing was done. Please ask again."
+#: stopped turns that a person can let go on
+RESUMABLE = ("awaiting_approval", "max_rounds")

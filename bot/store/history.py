@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -43,6 +44,9 @@ class HistoryStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.sessions: async_sessionmaker[AsyncSession] = sessionmaker(engine)
+        self._arrivals: weakref.WeakValueDictionary[str, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
 
     # -- the channel lock -------------------------------------------------------------
 
@@ -56,7 +60,11 @@ class HistoryStore:
         turns run in the order the messages were sent even when deliveries race. Waiting
         costs a short query now and then, not a held connection.
         """
-        ticket, holding = await self._take_ticket(channel_id, order_key or f"{time.time():.6f}")
+        # tickets of one process are taken in call order (the database may serve the
+        # racing inserts in any order)
+        arrivals = self._arrivals.setdefault(channel_id, asyncio.Lock())
+        async with arrivals:
+            ticket, holding = await self._take_ticket(channel_id, order_key or f"{time.time():.6f}")
         renewer = asyncio.create_task(self._renew(ticket))
         try:
             delay = poll
@@ -193,13 +201,13 @@ class HistoryStore:
             )
             return stored
 
-    async def claim_paused_turn(self, turn_id: int) -> bool:
-        """Move a turn from ``awaiting_approval`` to ``running``; False when it was not
-        waiting (already resumed by another press or process, expired, or unknown)."""
+    async def claim_turn(self, turn_id: int, outcome: str) -> bool:
+        """Move a stopped turn from ``outcome`` back to ``running``; False when it is not
+        in that state any more (resumed by another press or process, expired, unknown)."""
         async with self.sessions.begin() as session:
             claimed = await session.execute(
                 update(TurnRow)
-                .where(TurnRow.id == turn_id, TurnRow.outcome == "awaiting_approval")
+                .where(TurnRow.id == turn_id, TurnRow.outcome == outcome)
                 .values(outcome="running")
             )
             return claimed.rowcount == 1

@@ -29,8 +29,9 @@ class Tickets:
 
 @pytest.fixture
 async def setup(database_url, fake_openai):  # type: ignore[no-untyped-def]
-    settings = load_settings(DATABASE_URL=database_url, OPENAI_API_KEY="test-key",
-                             OPENAI_BASE_URL=fake_openai.base_url)
+    settings = load_settings(
+        DATABASE_URL=database_url, OPENAI_API_KEY="test-key", OPENAI_BASE_URL=fake_openai.base_url
+    )
     services = build_services(settings)
     tickets = Tickets()
     services.registry.add_object(tickets)
@@ -46,13 +47,18 @@ async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOp
     services, tickets = setup
     conversations = services.conversations
     fake_openai.script(
-        Reply(tool_calls=[ToolUse("get_current_time", {}, "r1"),
-                          ToolUse("create_ticket", {"summary": "Printer on fire"}, "w1")]),
+        Reply(
+            tool_calls=[
+                ToolUse("get_current_time", {}, "r1"),
+                ToolUse("create_ticket", {"summary": "Printer on fire"}, "w1"),
+            ]
+        ),
         Reply(text="Created TASK-1."),
     )
 
-    paused = await conversations.handle(Incoming("C1", "open a ticket", "U1", "1.1"),
-                                        approver=pause)
+    paused = await conversations.handle(
+        Incoming("C1", "open a ticket", "U1", "1.1"), approver=pause
+    )
 
     assert paused.outcome == "awaiting_approval" and tickets.created == []
     assert [c.id for c in paused.pending] == ["w1"]
@@ -77,13 +83,14 @@ async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOp
 
 async def test_declined_write_is_explained_to_the_model(setup, fake_openai: FakeOpenAI) -> None:
     services, tickets = setup
-    fake_openai.script(ToolUse("create_ticket", {"summary": "x"}, "w1"),
-                       Reply(text="OK, I did not create it."))
-    paused = await services.conversations.handle(Incoming("C1", "ticket please"),
-                                                 approver=pause)
+    fake_openai.script(
+        ToolUse("create_ticket", {"summary": "x"}, "w1"), Reply(text="OK, I did not create it.")
+    )
+    paused = await services.conversations.handle(Incoming("C1", "ticket please"), approver=pause)
 
     reply = await services.conversations.resume(
-        paused.turn_id, {"w1": Decision("decline", "The person declined.")})
+        paused.turn_id, {"w1": Decision("decline", "The person declined.")}
+    )
 
     assert reply.text == "OK, I did not create it." and tickets.created == []
     assert "The person declined." in json.dumps(fake_openai.requests[-1].body)
@@ -91,8 +98,7 @@ async def test_declined_write_is_explained_to_the_model(setup, fake_openai: Fake
 
 async def test_other_turns_go_on_while_one_waits(setup, fake_openai: FakeOpenAI) -> None:
     services, tickets = setup
-    fake_openai.script(ToolUse("create_ticket", {"summary": "x"}, "w1"), "meanwhile",
-                       "created")
+    fake_openai.script(ToolUse("create_ticket", {"summary": "x"}, "w1"), "meanwhile", "created")
     paused = await services.conversations.handle(Incoming("C1", "ticket"), approver=pause)
     other = await services.conversations.handle(Incoming("C1", "something else"))
     assert other.text == "meanwhile"
@@ -112,3 +118,36 @@ async def test_expired_request_does_nothing(setup, fake_openai: FakeOpenAI) -> N
     assert reply.outcome == "expired" and tickets.created == []
     (turn,) = await services.store.turns("C1")
     assert turn.outcome == "expired"
+
+
+async def test_round_cap_can_be_continued_once(database_url, fake_openai: FakeOpenAI) -> None:
+    settings = load_settings(
+        DATABASE_URL=database_url,
+        OPENAI_API_KEY="test-key",
+        OPENAI_BASE_URL=fake_openai.base_url,
+        MAX_TOOL_ROUNDS=2,
+    )
+    services = build_services(settings)
+    try:
+        fake_openai.responder = lambda request: (
+            ToolUse("get_current_time", {}) if request.tool_names else Reply(text="So far...")
+        )
+        capped = await services.conversations.handle(Incoming("C1", "dig deep"))
+        assert capped.outcome == "max_rounds" and capped.text == "So far..."
+        # the forced request told the model to sum up; it is not stored
+        assert "used all 2 tool rounds" in json.dumps(fake_openai.requests[-1].body)
+        assert "used all" not in json.dumps(
+            [m.content for m in await services.store.messages("C1")]
+        )
+
+        fake_openai.reset()
+        fake_openai.script(ToolUse("get_current_time", {}), Reply(text="All done."))
+        again = await services.conversations.resume(capped.turn_id)
+
+        assert again.text == "All done." and again.outcome == "answered"
+        assert len(fake_openai.requests) == 2 and fake_openai.requests[0].status == 200
+        (turn,) = await services.store.turns("C1")
+        assert turn.rounds == 3 and turn.outcome == "answered"
+        assert await services.conversations.resume(capped.turn_id) is None
+    finally:
+        await services.close()
