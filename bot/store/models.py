@@ -39,7 +39,7 @@ class TurnRow(Base):
     slack_ts: Mapped[str | None] = mapped_column(String(32))
     rounds: Mapped[int] = mapped_column(Integer, default=0)
     tools_called: Mapped[list[str]] = mapped_column(JSON, default=list)
-    outcome: Mapped[str] = mapped_column(String(16))
+    outcome: Mapped[str] = mapped_column(String(32))
     input_tokens: Mapped[int] = mapped_column(Integer, default=0)
     output_tokens: Mapped[int] = mapped_column(Integer, default=0)
     latency_ms: Mapped[int | None] = mapped_column(Integer)

@@ -96,7 +96,7 @@ def upgrade() -> None:
         sa.Column("slack_ts", sa.String(length=32), nullable=True),
         sa.Column("rounds", sa.Integer(), nullable=False),
         sa.Column("tools_called", sa.JSON(), nullable=False),
-        sa.Column("outcome", sa.String(length=16), nullable=False),
+        sa.Column("outcome", sa.String(length=32), nullable=False),
         sa.Column("input_tokens", sa.Integer(), nullable=False),
         sa.Column("output_tokens", sa.Integer(), nullable=False),
         sa.Column("latency_ms", sa.Integer(), nullable=True),
