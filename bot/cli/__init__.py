@@ -10,6 +10,7 @@ import click
 from bot.cli.agent import ask, chat
 from bot.cli.crm import crm
 from bot.cli.db import db
+from bot.cli.history import history
 from bot.errors import BotError, SettingsError
 
 
@@ -18,7 +19,7 @@ def cli() -> None:
     """A Slack agent for Jira tickets and CRM look-ups, with reviewable histories."""
 
 
-for command in (ask, chat, crm, db):
+for command in (ask, chat, crm, db, history):
     cli.add_command(command)
 
 

@@ -1,0 +1,273 @@
+"""``bot history list|show|export|delete|purge``: review and forget stored sessions.
+
+Only the store is built (no model client), so these work without OPENAI_API_KEY.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import sys
+import unicodedata
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import TextIO, TypeVar
+
+import click
+
+from bot.cli.common import prepare_database, settings_for
+from bot.documents import (
+    EXPORT_FORMATS,
+    ExportFormat,
+    export_lines,
+    pretty_json,
+    session_document,
+    session_list,
+)
+from bot.errors import BotError
+from bot.messages import Message, TurnRecord, utcnow
+from bot.store.db import create_engine
+from bot.store.history import HistoryStore
+
+T = TypeVar("T")
+
+#: terminal control characters in stored text would let a message rewrite the screen
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@click.group()
+def history() -> None:
+    """Stored sessions (one per channel): review, export, forget."""
+
+
+@history.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON document.")
+def list_sessions(as_json: bool) -> None:
+    """Every session: channel, messages, turns, last activity."""
+    summaries = _with_store(lambda store: store.list_sessions())
+    if as_json:
+        _print_json(session_list(summaries))
+        return
+    if not summaries:
+        click.echo("No stored sessions.")
+        return
+    rows = [
+        [s.channel_id, s.name or "", str(s.messages), str(s.turns), _when(s.last_activity)]
+        for s in summaries
+    ]
+    click.echo(_table(["CHANNEL", "NAME", "MESSAGES", "TURNS", "LAST ACTIVITY"], rows, "llrrl"))
+
+
+@history.command()
+@click.argument("channel")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON document.")
+def show(channel: str, as_json: bool) -> None:
+    """One session's messages in order, tool calls and results included, then its turns."""
+
+    async def read(store: HistoryStore) -> tuple[list[Message], list[TurnRecord]]:
+        await _require_channel(store, channel)
+        return await store.messages(channel), await store.turns(channel)
+
+    messages, turns = _with_store(read)
+    if as_json:
+        _print_json(session_document(channel, messages, turns))
+        return
+    click.echo(f"Session {_safe(channel)}: {len(messages)} messages, {len(turns)} turns")
+    for message in messages:
+        click.echo()
+        click.echo(_transcript_entry(message))
+    if turns:
+        click.echo()
+        click.echo(_turns_table(turns))
+
+
+@history.command()
+@click.option("--channel", default=None, help="Only this session (default: every session).")
+@click.option(
+    "--format",
+    "export_format",
+    type=click.Choice(EXPORT_FORMATS),
+    default="jsonl",
+    show_default=True,
+)
+@click.option(
+    "--output", type=click.Path(dir_okay=False, writable=True), help="File (default: stdout)."
+)
+def export(channel: str | None, export_format: ExportFormat, output: str | None) -> None:
+    """Every stored message, one per line (JSONL) or row (CSV), streamed in batches."""
+
+    async def write(store: HistoryStore) -> int:
+        if channel is not None:
+            await _require_channel(store, channel)
+        lines = 0
+        with _open_output(output) as out:
+            async for line in export_lines(store.iter_messages(channel), export_format):
+                out.write(line)
+                lines += 1
+        return lines - (export_format == "csv")  # the CSV header is not a message
+
+    try:
+        count = _with_store(write)
+    except BrokenPipeError:
+        # the reader went away (`| head`): stop quietly, and keep the exit-time flush quiet
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    if output:
+        click.echo(f"Exported {count} messages to {output}.", err=True)
+
+
+@history.command()
+@click.argument("channel")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def delete(channel: str, yes: bool) -> None:
+    """Forget one session: its messages and turns."""
+
+    async def run(store: HistoryStore) -> int:
+        await _require_channel(store, channel)
+        if not yes:
+            turns = len(await store.turns(channel))
+            _confirm(f"Delete session {_safe(channel)} and its {turns} turns for good?")
+        return await store.delete_channel(channel)
+
+    deleted = _with_store(run)
+    click.echo(f"Deleted session {_safe(channel)} ({deleted} messages).")
+
+
+@history.command()
+@click.option(
+    "--older-than",
+    "days",
+    type=click.IntRange(min=1),
+    required=True,
+    metavar="DAYS",
+    help="Delete messages created more than DAYS days ago.",
+)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def purge(days: int, yes: bool) -> None:
+    """Retention: delete every message older than DAYS days, in every session."""
+    cutoff = utcnow() - timedelta(days=days)
+
+    async def run(store: HistoryStore) -> int:
+        if not yes:
+            _confirm(f"Delete every message created before {_when(cutoff)}?")
+        return await store.purge(cutoff)
+
+    deleted = _with_store(run)
+    click.echo(f"Purged {deleted} messages created before {_when(cutoff)}.")
+
+
+# -- plumbing -------------------------------------------------------------------------
+
+
+def _with_store(work: Callable[[HistoryStore], Awaitable[T]]) -> T:
+    """Migrate, then run ``work`` against a store built for this command alone."""
+    settings = settings_for(log_level="WARNING")
+    prepare_database(settings)
+
+    async def run() -> T:
+        store = HistoryStore(create_engine(settings.DATABASE_URL))
+        try:
+            return await work(store)
+        finally:
+            await store.engine.dispose()
+
+    return asyncio.run(run())
+
+
+async def _require_channel(store: HistoryStore, channel: str) -> None:
+    if not await store.has_channel(channel):
+        raise BotError(f"no stored session for channel {_safe(channel)!r}")
+
+
+def _confirm(question: str) -> None:
+    # a prompt nobody can answer would hang a script or a cron job
+    if not sys.stdin.isatty():
+        raise BotError("refusing to delete without confirmation; add --yes to go ahead")
+    click.confirm(question, abort=True)
+
+
+def _open_output(path: str | None) -> contextlib.AbstractContextManager[TextIO]:
+    if path is None:
+        return contextlib.nullcontext(sys.stdout)
+    # newline="": the csv module writes its own line ends
+    return open(path, "w", encoding="utf-8", newline="")
+
+
+def _print_json(document: object) -> None:
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+
+
+# -- text for people ------------------------------------------------------------------
+
+
+def _transcript_entry(message: Message) -> str:
+    heading = [f"#{message.id}", _when(message.created_at), message.role]
+    if message.user_id:
+        heading.append(f"user {message.user_id}")
+    if message.role == "tool":
+        heading.append(f"result of {message.name} ({message.tool_call_id})")
+    lines = ["  ".join(_safe(part) for part in heading)]
+    if message.content is not None:
+        text = pretty_json(message.content) if message.role == "tool" else message.content
+        lines.append(_indent(text, 4))
+    for call in message.tool_calls:
+        lines.append(f"    calls {_safe(call.name)} ({_safe(call.id)}) with")
+        lines.append(_indent(pretty_json(call.arguments) or "(no arguments)", 6))
+    return "\n".join(lines)
+
+
+def _turns_table(turns: Sequence[TurnRecord]) -> str:
+    rows = [
+        [
+            str(turn.id),
+            _when(turn.started_at),
+            turn.user_id or "",
+            turn.outcome,
+            str(turn.rounds),
+            ", ".join(turn.tools_called),
+            f"{turn.input_tokens}/{turn.output_tokens}",
+            f"{turn.latency_ms} ms" if turn.latency_ms is not None else "",
+        ]
+        for turn in turns
+    ]
+    headers = ["TURN", "STARTED", "USER", "OUTCOME", "ROUNDS", "TOOLS", "TOKENS IN/OUT", "LATENCY"]
+    return _table(headers, rows, "rlllrlrr")
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> str:
+    """Columns padded to their widest cell; ``align`` has one ``l`` or ``r`` per column."""
+    cells = [list(headers), *[[_safe(cell) for cell in row] for row in rows]]
+    widths = [max(_width(row[i]) for row in cells) for i in range(len(headers))]
+    lines = []
+    for row in cells:
+        padded = []
+        for cell, width, side in zip(row, widths, align, strict=True):
+            gap = " " * (width - _width(cell))
+            padded.append(gap + cell if side == "r" else cell + gap)
+        lines.append("  ".join(padded).rstrip())
+    return "\n".join(lines)
+
+
+def _width(text: str) -> int:
+    """Terminal columns: wide (CJK, most emoji) characters take two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def _when(moment: datetime | None) -> str:
+    if moment is None:
+        return ""
+    if moment.tzinfo is None:  # SQLite hands back naive UTC
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _indent(text: str, spaces: int) -> str:
+    pad = " " * spaces
+    return "\n".join(pad + _safe(line) for line in text.splitlines() or [""])
+
+
+def _safe(text: str | None) -> str:
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text or "")

@@ -1,0 +1,104 @@
+"""The history documents of INTERFACE.md, shared by ``bot history --json``, the export and
+the admin API, so every view of a session says the same thing.
+
+Pure: values in, JSON-ready dicts and text lines out; no database, no web, no CLI.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from bot.messages import Message, TurnRecord, iso
+
+if TYPE_CHECKING:
+    from bot.store.history import SessionSummary
+
+ExportFormat = Literal["jsonl", "csv"]
+
+EXPORT_FORMATS: tuple[ExportFormat, ...] = ("jsonl", "csv")
+
+CSV_COLUMNS = (
+    "channel_id",
+    "id",
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "user_id",
+    "slack_ts",
+    "turn_id",
+    "created_at",
+)
+
+
+def session_list(summaries: Iterable[SessionSummary]) -> list[dict[str, Any]]:
+    """``history list --json``: one entry per session; ``name`` only when it is known."""
+    documents = []
+    for summary in summaries:
+        entry: dict[str, Any] = {"channel_id": summary.channel_id}
+        if summary.name:
+            entry["name"] = summary.name
+        entry["messages"] = summary.messages
+        entry["turns"] = summary.turns
+        entry["last_activity"] = iso(summary.last_activity) if summary.last_activity else None
+        documents.append(entry)
+    return documents
+
+
+def session_document(
+    channel_id: str, messages: Sequence[Message], turns: Sequence[TurnRecord]
+) -> dict[str, Any]:
+    """``history show --json``: the messages in order, then the turns' bookkeeping."""
+    return {
+        "channel_id": channel_id,
+        "messages": [message.to_dict() for message in messages],
+        "turns": [turn.to_dict() for turn in turns],
+    }
+
+
+def export_object(channel_id: str, message: Message) -> dict[str, Any]:
+    """One JSONL export line: the message document with its channel first."""
+    return {"channel_id": channel_id, **message.to_dict()}
+
+
+def csv_row(channel_id: str, message: Message) -> list[str]:
+    """One CSV export row in ``CSV_COLUMNS`` order; what does not apply is empty."""
+    data = export_object(channel_id, message)
+    if "tool_calls" in data:
+        data["tool_calls"] = json.dumps(data["tool_calls"], ensure_ascii=False)
+    return ["" if data.get(column) is None else str(data[column]) for column in CSV_COLUMNS]
+
+
+async def export_lines(
+    messages: AsyncIterable[tuple[str, Message]], export_format: ExportFormat
+) -> AsyncIterator[str]:
+    """The export as text lines (each ending in its newline), one message at a time, so
+    an export of any size streams instead of being held in memory."""
+    if export_format == "jsonl":
+        async for channel_id, message in messages:
+            yield json.dumps(export_object(channel_id, message), ensure_ascii=False) + "\n"
+        return
+    yield _csv_line(CSV_COLUMNS)
+    async for channel_id, message in messages:
+        yield _csv_line(csv_row(channel_id, message))
+
+
+def pretty_json(text: str | None) -> str:
+    """Tool arguments and results for people: JSON indented, anything else as it is."""
+    if not text:
+        return ""
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:
+        return text
+
+
+def _csv_line(values: Sequence[str]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer).writerow(values)
+    return buffer.getvalue()

@@ -1,0 +1,1 @@
+"""The HTTP side: the Slack Events API endpoint, /healthz and the admin pages."""
