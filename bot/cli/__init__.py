@@ -3,24 +3,39 @@ or settings; errors are one line, never a traceback."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
-from bot.cli.agent import ask, chat
-from bot.cli.crm import crm
-from bot.cli.db import db
-from bot.cli.history import history
 from bot.errors import BotError, SettingsError
 
+#: command name -> "module:attribute"; imported only when used, so `bot history` does not
+#: pay for the model client or Slack
+COMMANDS = {
+    "ask": "bot.cli.agent:ask",
+    "chat": "bot.cli.agent:chat",
+    "crm": "bot.cli.crm:crm",
+    "db": "bot.cli.db:db",
+    "history": "bot.cli.history:history",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attribute = target.partition(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 def cli() -> None:
     """A Slack agent for Jira tickets and CRM look-ups, with reviewable histories."""
-
-
-for command in (ask, chat, crm, db, history):
-    cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> None:
