@@ -40,9 +40,11 @@ class ToolCall:
         return cls(id=data["id"], name=data["name"], arguments=data.get("arguments") or "")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Message:
-    """One stored or in-flight message, in the same form for both API modes."""
+    """One stored or in-flight message, in the same form for both API modes. Treat it as
+    immutable (use ``with_``); it is not frozen only because the window builds hundreds of
+    them every turn and frozen construction is several times slower."""
 
     role: Role
     content: str | None = None

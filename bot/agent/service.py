@@ -125,8 +125,6 @@ class Conversations:
     ) -> Reply:
         started = time.perf_counter()
         channel = incoming.channel_id
-        stored = await self.store.recent_messages(channel, self.token_budget)
-        history = select_window(stored, self.token_budget)
         user = Message.user(incoming.text, user_id=incoming.user_id, slack_ts=incoming.slack_ts)
         user = user.with_(tokens=count_message(user))
         record = TurnRecord(
@@ -136,8 +134,9 @@ class Conversations:
             model=self.loop.model.model,
             api_mode=self.loop.model.api,
         )
-        turn_id, user = await self.store.begin_turn(record, user)
-        record.id = turn_id
+        begun = await self.store.begin_turn(record, user, self.token_budget)
+        record.id, user = begun.turn_id, begun.user
+        history = select_window(begun.recent, self.token_budget)
         run = self.loop.run
         result = await run(
             history, user, approver=approver, on_progress=on_progress, on_text=on_text
@@ -145,7 +144,7 @@ class Conversations:
         if result.error and result.error.kind == "context_length" and not result.messages:
             # the estimate was too generous for this model: once more with a quarter of it
             log.warning("context length exceeded in %s; retrying with less history", channel)
-            history = select_window(stored, self.token_budget // 4)
+            history = select_window(begun.recent, self.token_budget // 4)
             result = await run(
                 history, user, approver=approver, on_progress=on_progress, on_text=on_text
             )

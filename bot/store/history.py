@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, select, text, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -26,7 +26,29 @@ log = logging.getLogger(__name__)
 TICKET_RENEW = timedelta(seconds=10)
 TICKET_TTL = timedelta(seconds=45)
 #: rows read per page when filling the window, newest first
-WINDOW_PAGE = 200
+WINDOW_PAGE = 500
+#: what a model request needs of a stored message
+WINDOW_COLUMNS = (
+    "id",
+    "position",
+    "turn_id",
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "tool_name",
+    "tokens",
+)
+
+
+@dataclass(frozen=True)
+class BegunTurn:
+    """A turn just begun: its id, the stored user message, and the channel's recent
+    history before it (oldest first)."""
+
+    turn_id: int
+    user: Message
+    recent: list[Message]
 
 
 @dataclass(frozen=True)
@@ -54,15 +76,20 @@ class HistoryStore:
     async def channel_lock(
         self, channel_id: str, order_key: str | None = None, poll: float = 0.02
     ) -> AsyncIterator[None]:
-        """Hold ``channel_id`` exclusively, across processes, in ``order_key`` order.
+        """Hold ``channel_id`` exclusively, in arrival order.
 
-        ``order_key`` is the message's Slack ts (default: now, in the same format), so
-        turns run in the order the messages were sent even when deliveries race. Waiting
-        costs a short query now and then, not a held connection.
+        On PostgreSQL the lock holds across processes, and racing deliveries are ordered by
+        ``order_key``, the message's Slack ts (default: now, in the same format). Waiting
+        costs a short query now and then, not a held connection. SQLite serves one process
+        (several processes need PostgreSQL), so there an in-process lock is enough.
         """
-        # tickets of one process are taken in call order (the database may serve the
-        # racing inserts in any order)
+        # within one process, arrival order: asyncio.Lock wakes its waiters first come,
+        # first served (and the database may serve racing ticket inserts in any order)
         arrivals = self._arrivals.setdefault(channel_id, asyncio.Lock())
+        if self.engine.dialect.name == "sqlite":
+            async with arrivals:
+                yield
+            return
         async with arrivals:
             ticket, holding = await self._take_ticket(channel_id, order_key or f"{time.time():.6f}")
         renewer = asyncio.create_task(self._renew(ticket))
@@ -113,6 +140,12 @@ class HistoryStore:
             )
         ).all()
         if any(holding for _, holding in live) or (live and live[0].id != ticket):
+            # while waiting, clear tickets that crashed processes left behind
+            await session.execute(
+                delete(ChannelTicket).where(
+                    ChannelTicket.channel_id == channel_id, ChannelTicket.expires_at <= utcnow()
+                )
+            )
             return False
         await session.execute(
             update(ChannelTicket).where(ChannelTicket.id == ticket).values(holding=True)
@@ -136,19 +169,18 @@ class HistoryStore:
         try:
             async with self.sessions.begin() as session:
                 await session.execute(delete(ChannelTicket).where(ChannelTicket.id == ticket))
-                # dead tickets of crashed processes would otherwise pile up
-                await session.execute(
-                    delete(ChannelTicket).where(ChannelTicket.expires_at < utcnow() - TICKET_TTL)
-                )
         except (OperationalError, DBAPIError):
             log.warning("could not drop channel ticket %s; it expires by itself", ticket)
 
     # -- turns ------------------------------------------------------------------------
 
-    async def begin_turn(self, record: TurnRecord, user_message: Message) -> tuple[int, Message]:
-        """Store the user's message and a running turn; return the turn id and the stored
-        message. Call under the channel lock: any turn of the channel still marked running
-        was cut short by a crash, and is marked interrupted here."""
+    async def begin_turn(
+        self, record: TurnRecord, user_message: Message, history_budget: int = 0
+    ) -> BegunTurn:
+        """Store the user's message and a running turn, after reading the channel's recent
+        history as ``recent_messages(history_budget)`` would (one transaction: this runs
+        every turn). Call under the channel lock: any turn of the channel still marked
+        running was cut short by a crash, and is marked interrupted here."""
         async with self.sessions.begin() as session:
             interrupted = await session.execute(
                 update(TurnRow)
@@ -157,20 +189,26 @@ class HistoryStore:
             )
             if interrupted.rowcount:
                 log.warning("%d interrupted turn(s) in %s", interrupted.rowcount, record.channel_id)
-            turn = TurnRow(
-                channel_id=record.channel_id,
-                user_id=record.user_id,
-                slack_ts=record.slack_ts,
-                outcome="running",
-                tools_called=[],
-                model=record.model,
-                api_mode=record.api_mode,
-                started_at=record.started_at or utcnow(),
+            recent, newest = await self._recent(session, record.channel_id, history_budget)
+            turn_id = await session.scalar(
+                insert(TurnRow)
+                .values(
+                    channel_id=record.channel_id,
+                    user_id=record.user_id,
+                    slack_ts=record.slack_ts,
+                    outcome="running",
+                    tools_called=[],
+                    model=record.model,
+                    api_mode=record.api_mode,
+                    started_at=record.started_at or utcnow(),
+                )
+                .returning(TurnRow.id)
             )
-            session.add(turn)
-            await session.flush()
-            (stored,) = await self._append(session, record.channel_id, turn.id, [user_message])
-            return turn.id, stored
+            assert turn_id is not None
+            (stored,) = await self._append(
+                session, record.channel_id, turn_id, [user_message], newest
+            )
+            return BegunTurn(turn_id, stored, recent)
 
     async def finish_turn(
         self,
@@ -241,37 +279,47 @@ class HistoryStore:
         channel_id: str,
         turn_id: int | None,
         messages: Sequence[Message],
+        last: int | None = None,
     ) -> list[Message]:
-        last = await session.scalar(
-            select(MessageRow.position)
-            .where(MessageRow.channel_id == channel_id)
-            .order_by(MessageRow.position.desc())
-            .limit(1)
-        )
-        position = last or 0
-        rows = []
-        now = utcnow()
-        for message in messages:
-            position += 1
-            rows.append(
-                MessageRow(
-                    channel_id=channel_id,
-                    position=position,
-                    turn_id=turn_id,
-                    role=message.role,
-                    content=message.content,
-                    tool_calls=[c.to_dict() for c in message.tool_calls] or None,
-                    tool_call_id=message.tool_call_id,
-                    tool_name=message.name,
-                    user_id=message.user_id,
-                    slack_ts=message.slack_ts,
-                    tokens=message.tokens,
-                    created_at=message.created_at or now,
-                )
+        """Insert ``messages`` after the channel's newest (``last``, when the caller has
+        just read it in this transaction)."""
+        if last is None:
+            last = await session.scalar(
+                select(MessageRow.position)
+                .where(MessageRow.channel_id == channel_id)
+                .order_by(MessageRow.position.desc())
+                .limit(1)
             )
-        session.add_all(rows)
-        await session.flush()
-        return [_message(row) for row in rows]
+        if not messages:
+            return []
+        position = last or 0
+        now = utcnow()
+        stored = [
+            message.with_(turn_id=turn_id, created_at=message.created_at or now)
+            for message in messages
+        ]
+        rows = [
+            {
+                "channel_id": channel_id,
+                "position": position + offset,
+                "turn_id": turn_id,
+                "role": message.role,
+                "content": message.content,
+                "tool_calls": [c.to_dict() for c in message.tool_calls] or None,
+                "tool_call_id": message.tool_call_id,
+                "tool_name": message.name,
+                "user_id": message.user_id,
+                "slack_ts": message.slack_ts,
+                "tokens": message.tokens,
+                "created_at": message.created_at,
+            }
+            for offset, message in enumerate(stored, start=1)
+        ]
+        # one multi-row INSERT (Core, not ORM units of work): this runs twice a turn
+        ids = await session.scalars(
+            insert(MessageRow).returning(MessageRow.id, sort_by_parameter_order=True), rows
+        )
+        return [message.with_(id=id_) for message, id_ in zip(stored, ids, strict=True)]
 
     # -- reading ----------------------------------------------------------------------
 
@@ -279,30 +327,53 @@ class HistoryStore:
         """The newest messages whose stored token counts just exceed ``token_budget``
         (so the caller can cut at a whole turn), oldest first. Reads pages from the newest
         end: the cost follows the budget, not the channel's length."""
-        # plain rows, not ORM objects: this runs every turn and reads the whole budget
+        async with self.sessions() as session:
+            recent, _ = await self._recent(session, channel_id, token_budget)
+            return recent
+
+    async def _recent(
+        self, session: AsyncSession, channel_id: str, token_budget: int
+    ) -> tuple[list[Message], int | None]:
+        """``recent_messages`` and the channel's newest position (None: no messages)."""
+        # plain rows of the columns a request needs (no dates to parse), not ORM objects:
+        # this runs every turn and reads the whole budget
         table = MessageRow.__table__
+        columns = [table.c[name] for name in WINDOW_COLUMNS]
         picked: list[Any] = []
         total = 0
         before: int | None = None
-        async with self.sessions() as session:
-            while total <= token_budget:
-                query = select(table).where(table.c.channel_id == channel_id)
-                if before is not None:
-                    query = query.where(table.c.position < before)
-                page = (
-                    await session.execute(
-                        query.order_by(table.c.position.desc()).limit(WINDOW_PAGE)
-                    )
-                ).all()
-                for row in page:
-                    picked.append(row)
-                    total += row.tokens
-                    if total > token_budget:
-                        break
-                if len(page) < WINDOW_PAGE:
+        while total <= token_budget:
+            query = select(*columns).where(table.c.channel_id == channel_id)
+            if before is not None:
+                query = query.where(table.c.position < before)
+            page = (
+                await session.execute(query.order_by(table.c.position.desc()).limit(WINDOW_PAGE))
+            ).all()
+            for row in page:
+                picked.append(row)
+                total += row[8]  # tokens
+                if total > token_budget:
                     break
-                before = page[-1].position
-        return [_message(row) for row in reversed(picked)]
+            if len(page) < WINDOW_PAGE:
+                break
+            before = page[-1][1]  # position
+        # unpacked by position: attribute access by name costs more per row
+        recent = [
+            Message(
+                role=role,
+                content=content,
+                tool_calls=tuple(ToolCall.from_dict(c) for c in tool_calls) if tool_calls else (),
+                tool_call_id=tool_call_id,
+                name=tool_name,
+                id=id_,
+                turn_id=turn_id,
+                tokens=tokens,
+            )
+            for id_, _, turn_id, role, content, tool_calls, tool_call_id, tool_name, tokens in (
+                reversed(picked)
+            )
+        ]
+        return recent, picked[0][1] if picked else None
 
     async def messages(self, channel_id: str) -> list[Message]:
         """All of one channel's messages, in order."""

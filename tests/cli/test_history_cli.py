@@ -37,7 +37,7 @@ async def add_turn(
     ts = f"{(at or utcnow()).timestamp():.6f}"
     record = TurnRecord(channel, user_id="U1", slack_ts=ts, started_at=at)
     user = Message.user(text, user_id="U1", slack_ts=ts).with_(created_at=at)
-    turn_id, _ = await store.begin_turn(record, user)
+    turn_id = (await store.begin_turn(record, user)).turn_id
     calls = [call.name for reply in replies for call in reply.tool_calls]
     record.rounds, record.tools_called, record.outcome = len(calls), calls, outcome  # type: ignore[assignment]
     record.input_tokens, record.output_tokens, record.latency_ms = 1200, 80, 2345

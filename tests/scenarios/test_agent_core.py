@@ -262,7 +262,8 @@ async def test_orphaned_call_is_repaired_before_sending(
     store = services.store
     # a crash after the model called a tool but before its result was stored
     record = TurnRecord(channel_id="C1", user_id="U1")
-    turn_id, _ = await store.begin_turn(record, Message.user("create it").with_(tokens=5))
+    begun = await store.begin_turn(record, Message.user("create it").with_(tokens=5))
+    turn_id = begun.turn_id
     call = ToolCall("call_lost", "get_current_time", "{}")
     await store.finish_turn(turn_id, record, [Message.assistant(None, (call,)).with_(tokens=9)])
     # ...and a turn that never finished at all

@@ -42,7 +42,7 @@ async def add_turn(
     error: str | None = None,
 ) -> None:
     record = TurnRecord(channel, user_id="U1", model="gpt-test", api_mode="chat")
-    turn_id, _ = await store.begin_turn(record, Message.user(text, user_id="U1"))
+    turn_id = (await store.begin_turn(record, Message.user(text, user_id="U1"))).turn_id
     calls = [call.name for reply in replies for call in reply.tool_calls]
     record.rounds, record.tools_called, record.outcome = len(calls), calls, outcome  # type: ignore[assignment]
     record.input_tokens, record.output_tokens, record.latency_ms = 1500, 120, 2345
