@@ -18,6 +18,7 @@ COMMANDS = {
     "crm": "bot.cli.crm:crm",
     "db": "bot.cli.db:db",
     "history": "bot.cli.history:history",
+    "run": "bot.cli.run:run",
 }
 
 

@@ -1,0 +1,243 @@
+"""200 channels mention the bot at once, over HTTP: ack latency, time to all answers, memory.
+
+The bot runs as a real ``bot run --http`` subprocess (its RSS is the bot's alone); the fake
+Slack and the fake OpenAI run in this process. The model takes ``--latency`` s per request
+and makes one tool round (first a get_current_time call, then the answer after its result),
+so the ideal time until every answer is posted is 2 x latency.
+
+    uv run python bench/slack_load.py                                   # SQLite
+    uv run python bench/slack_load.py --database-url postgresql://postgres@127.0.0.1:5432/test
+
+Targets: ack p99 < 100 ms; all answers within 1.25x the ideal; RSS back within 50 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
+from tests.fakes.slack_server import FakeSlack, event_payload, signed_headers
+
+SECRET = "bench-signing-secret"
+TOKEN = "xoxb-bench"
+HOST = "127.0.0.1"
+
+
+def one_tool_round(request: Request) -> Reply:
+    """A get_current_time call first; the answer once its result is in."""
+    conversation = request.body.get("messages") or request.body.get("input") or []
+    last = conversation[-1] if conversation else {}
+    if last.get("role") == "tool" or last.get("type") == "function_call_output":
+        return Reply(text="It is *now*. Anything else?")
+    return Reply(tool_calls=[ToolUse("get_current_time", {})])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def mention(channel: str, ts: str) -> str:
+    return event_payload(
+        {
+            "type": "app_mention",
+            "channel": channel,
+            "user": "U1",
+            "text": "<@UBOT> what time is it?",
+            "ts": ts,
+        }
+    )
+
+
+async def send(http: aiohttp.ClientSession, url: str, body: str) -> float:
+    started = time.perf_counter()
+    async with http.post(url, data=body, headers=signed_headers(body, SECRET)) as response:
+        await response.read()
+        if response.status != 200:
+            raise RuntimeError(f"ack status {response.status}")
+    return time.perf_counter() - started
+
+
+async def ping(http: aiohttp.ClientSession, events_url: str) -> None:
+    async with http.get(events_url.replace("/slack/events", "/healthz")) as response:
+        await response.read()
+
+
+async def wait_until(check, within: float, interval: float = 0.01) -> float:  # type: ignore[no-untyped-def]
+    """Poll ``check()``; the moment (perf_counter) it first held."""
+    deadline = time.perf_counter() + within
+    while not check():
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the bot did not finish in time")
+        await asyncio.sleep(interval)
+    return time.perf_counter()
+
+
+def answered(slack: FakeSlack, channels: set[str]) -> int:
+    return len({c.args.get("channel") for c in slack.calls_to("chat.postMessage")} & channels)
+
+
+@dataclass
+class Figures:
+    acks: list[float]  # seconds, one per mention
+    elapsed: float  # seconds from the first request to the last answer posted
+    cpu: float  # the bot's CPU seconds during the burst
+    rss_before: float
+    rss_after: float
+    posts: int
+
+
+async def burst(args: argparse.Namespace, slack: FakeSlack, pid: int, url: str) -> Figures:
+    channels = [f"CLOAD{i:04d}" for i in range(args.channels)]
+    wanted = set(channels)
+    connector = aiohttp.TCPConnector(limit=args.channels)
+    async with aiohttp.ClientSession(connector=connector) as http:
+        # warm-up: imports, pools and first-call costs are not what is measured; fresh
+        # timestamps, as a database reused from an earlier run holds claims on older ones
+        run_ts = int(time.time())
+        await send(http, url, mention("CWARM", f"{run_ts}.000001"))
+        await wait_until(lambda: answered(slack, {"CWARM"}), 30)
+        await wait_until(lambda: len(slack.calls_to("reactions.remove")) >= 1, 10)
+        # open the client's connections beforehand: what is timed is the bot, not TCP set-up
+        await asyncio.gather(*(ping(http, url) for _ in range(args.channels)))
+        await asyncio.sleep(0.5)
+        rss_before, cpu_before = rss_mb(pid), cpu_s(pid)
+
+        bodies = [mention(c, f"{run_ts + 1}.{i:06d}") for i, c in enumerate(channels)]
+        started = time.perf_counter()
+        acks = await asyncio.gather(*(send(http, url, body) for body in bodies))
+        done = await wait_until(lambda: answered(slack, wanted) == len(wanted), 120)
+
+        await wait_until(lambda: len(slack.calls_to("reactions.remove")) > len(wanted), 30)
+        await asyncio.sleep(1.0)
+        return Figures(
+            acks=list(acks),
+            elapsed=done - started,
+            cpu=cpu_s(pid) - cpu_before,
+            rss_before=rss_before,
+            rss_after=rss_mb(pid),
+            posts=len(slack.calls_to("chat.postMessage")) - 1,
+        )
+
+
+def report(args: argparse.Namespace, figures: Figures) -> bool:
+    ideal = 2 * args.latency
+    p50, p99 = percentile(figures.acks, 0.50) * 1000, percentile(figures.acks, 0.99) * 1000
+    ratio = figures.elapsed / ideal
+    growth = figures.rss_after - figures.rss_before
+    database = args.database_url.split("://")[0]
+    print(f"database          {database}; the bot: a `bot run --http` subprocess")
+    print(f"mentions          {args.channels} channels at once; model latency {args.latency} s")
+    print(f"ack latency       p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    print(f"all answered      {figures.elapsed:.2f} s = {ratio:.2f}x the ideal {ideal:.1f} s")
+    print(
+        f"bot CPU           {figures.cpu:.2f} s, {figures.cpu / args.channels * 1000:.1f} ms a turn"
+    )
+    print(
+        f"bot RSS           {figures.rss_before:.1f} MB before, "
+        f"{figures.rss_after:.1f} MB after ({growth:+.1f})"
+    )
+    verdicts = {
+        "ack p99 < 100 ms": p99 < 100,
+        "all answers within 1.25x the ideal": ratio <= 1.25,
+        "RSS back within 50 MB": growth <= 50,
+        "one answer per mention": figures.posts == args.channels,
+    }
+    for name, ok in verdicts.items():
+        print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+    return all(verdicts.values())
+
+
+def start_bot(args: argparse.Namespace, slack: FakeSlack, openai: FakeOpenAI, port: int):  # type: ignore[no-untyped-def]
+    env = {
+        **os.environ,
+        "SLACK_BOT_TOKEN": TOKEN,
+        "SLACK_SIGNING_SECRET": SECRET,
+        "SLACK_API_URL": slack.api_url,
+        "OPENAI_API_KEY": "bench-key",
+        "OPENAI_BASE_URL": openai.base_url,
+        "DATABASE_URL": args.database_url,
+        "LOG_LEVEL": "WARNING",
+    }
+    env.pop("SLACK_APP_TOKEN", None)
+    command = [sys.executable, "-m", "bot", "run", "--http", "--port", str(port)]
+    return subprocess.Popen(command, env=env)
+
+
+async def healthy(url: str, bot: subprocess.Popen) -> None:  # type: ignore[type-arg]
+    async with aiohttp.ClientSession() as http:
+        for _ in range(300):
+            if bot.poll() is not None:
+                raise SystemExit(f"the bot exited with status {bot.returncode}")
+            try:
+                async with http.get(url) as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.1)
+    raise SystemExit("the bot did not become healthy")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database-url", help="default: a fresh SQLite file")
+    parser.add_argument("--channels", type=int, default=200)
+    parser.add_argument("--latency", type=float, default=1.0, help="model latency, seconds")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        args.database_url = args.database_url or f"sqlite:///{tmp}/bench.db"
+        slack = FakeSlack(bot_token=TOKEN)
+        openai = FakeOpenAI(api_key="bench-key")
+        openai.latency = args.latency
+        openai.responder = one_tool_round
+        port = free_port()
+        bot = start_bot(args, slack, openai, port)
+        try:
+            asyncio.run(healthy(f"http://{HOST}:{port}/healthz", bot))
+            figures = asyncio.run(burst(args, slack, bot.pid, f"http://{HOST}:{port}/slack/events"))
+            met = report(args, figures)
+        finally:
+            bot.send_signal(signal.SIGTERM)
+            status = bot.wait(timeout=60)
+            print(f"bot stopped on SIGTERM with exit status {status}")
+            slack.stop()
+            openai.stop()
+    if not met:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+"""Pure rules from a Slack event to what the bot does with it; no I/O.
+
+``question_from`` says whether an event is a person asking the bot something (and what the
+core gets), ``deleted_message`` whether it removes a stored message. Everything else that is
+a message is ignored and never stored: bots (the bot itself included), subtypes other than a
+plain message or ``file_share``, and channel messages that do not mention the bot.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from bot.agent.service import Incoming
+
+#: a person's message with an attachment still asks something; other subtypes never do
+ANSWERED_SUBTYPES = frozenset({None, "file_share"})
+
+
+@dataclass(frozen=True)
+class Question:
+    """A message the bot answers: what the core gets, and where the answer goes."""
+
+    incoming: Incoming
+    #: the thread to answer in; None = the top level of a DM
+    thread_ts: str | None
+
+    @property
+    def channel(self) -> str:
+        return self.incoming.channel_id
+
+    @property
+    def ts(self) -> str:
+        return self.incoming.slack_ts or ""
+
+
+def question_from(event: dict[str, Any], bot_user_id: str | None) -> Question | None:
+    """The question in an ``app_mention`` or ``message`` event, or None when it is ignored."""
+    kind = event.get("type")
+    if kind not in ("app_mention", "message") or _from_a_bot(event, bot_user_id):
+        return None
+    if event.get("subtype") not in ANSWERED_SUBTYPES:
+        return None
+    channel, ts, user = event.get("channel"), event.get("ts"), event.get("user")
+    if not (channel and ts and user):
+        return None
+    text = event.get("text") or ""
+    in_dm = kind == "message" and event.get("channel_type") == "im"
+    if not in_dm and not mentions(text, bot_user_id):
+        return None
+    incoming = Incoming(channel, strip_mention(text, bot_user_id), user, ts)
+    # in a channel the answer always goes in a thread; in a DM only when asked in one
+    thread_ts = event.get("thread_ts") or (None if in_dm else ts)
+    return Question(incoming, thread_ts)
+
+
+@dataclass(frozen=True)
+class Deletion:
+    """A message deleted in Slack (``ts``), and when that happened (``event_ts``)."""
+
+    channel: str
+    ts: str
+    event_ts: str
+
+
+def deleted_message(event: dict[str, Any]) -> Deletion | None:
+    """The message a ``message_deleted`` event removes."""
+    if event.get("type") != "message" or event.get("subtype") != "message_deleted":
+        return None
+    channel, ts = event.get("channel"), event.get("deleted_ts")
+    if not (channel and ts):
+        return None
+    return Deletion(channel, ts, event.get("event_ts") or event.get("ts") or ts)
+
+
+def is_ignored(event: dict[str, Any], bot_user_id: str | None) -> bool:
+    """A message event the bot neither answers nor stores."""
+    if event.get("type") not in ("app_mention", "message"):
+        return False
+    return question_from(event, bot_user_id) is None and deleted_message(event) is None
+
+
+def mentions(text: str, bot_user_id: str | None) -> bool:
+    return bool(bot_user_id) and _mention_pattern(bot_user_id).search(text) is not None
+
+
+def strip_mention(text: str, bot_user_id: str | None) -> str:
+    """The text without the bot's own ``<@UBOT>`` (or ``<@UBOT|name>``) mentions."""
+    if not bot_user_id:
+        return text.strip()
+    stripped = _mention_pattern(bot_user_id).sub(" ", text)
+    return re.sub(r"[ \t]{2,}", " ", stripped).strip()
+
+
+def _from_a_bot(event: dict[str, Any], bot_user_id: str | None) -> bool:
+    return (
+        bool(event.get("bot_id"))
+        or event.get("subtype") == "bot_message"
+        or (bot_user_id is not None and event.get("user") == bot_user_id)
+    )
+
+
+def _mention_pattern(bot_user_id: str) -> re.Pattern[str]:
+    return re.compile(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>")

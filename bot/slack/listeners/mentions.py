@@ -1,0 +1,13 @@
+"""``app_mention``: someone asked the bot in a channel."""
+
+from __future__ import annotations
+
+from slack_bolt.async_app import AsyncApp, AsyncBoltContext
+
+from bot.slack.turns import TurnRunner
+
+
+def register(app: AsyncApp, runner: TurnRunner) -> None:
+    @app.event("app_mention")
+    async def answer_mention(context: AsyncBoltContext) -> None:
+        runner.answer(context["question"])

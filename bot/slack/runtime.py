@@ -1,0 +1,129 @@
+"""SlackRuntime: the Slack side of a running bot, started and stopped as one.
+
+Start: one HTTP connection pool, ``auth.test`` (a bad token fails here, in one line), the
+turn runner, the Bolt app, and in Socket Mode the websocket. Stop: no new events (the
+websocket closes; HTTP stops accepting before this), the turns in flight get ``drain_s`` to
+finish, then the pool closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import aiohttp
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.config import Settings
+from bot.errors import BotError, SettingsError
+from bot.slack.app import build_slack_app, web_client
+from bot.slack.replies import Replies
+from bot.slack.turns import TurnRunner
+from bot.store.db import create_engine
+from bot.store.events import SlackEvents
+from bot.wiring import Services
+
+log = logging.getLogger(__name__)
+
+#: how long shutdown waits for the turns in flight
+DRAIN_S = 30.0
+_TOKEN_HINTS = {
+    "SLACK_BOT_TOKEN": "the bot token from your Slack app's OAuth page (xoxb-...)",
+    "SLACK_APP_TOKEN": "an app-level token with connections:write (xapp-...)",
+}
+
+
+class SlackRuntime:
+    """Start, serve, stop. ``http`` handles POST /slack/events in HTTP mode."""
+
+    def __init__(self, settings: Settings, services: Services, *, socket_mode: bool) -> None:
+        settings.require("SLACK_BOT_TOKEN")
+        settings.require("SLACK_APP_TOKEN" if socket_mode else "SLACK_SIGNING_SECRET")
+        self.settings = settings
+        self.services = services
+        self.socket_mode = socket_mode
+        self.app: AsyncApp | None = None
+        self.runner: TurnRunner | None = None
+        #: the POST /slack/events handler (HTTP mode, once started)
+        self.http: AsyncSlackRequestHandler | None = None
+        self._socket: AsyncSocketModeHandler | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._claims_engine: AsyncEngine | None = None
+
+    async def start(self) -> None:
+        self._session = aiohttp.ClientSession()
+        client = web_client(self.settings, self._session)
+        identity = await self._identify(client)
+        # a pool of its own: acknowledgements never wait for a connection the turns hold
+        self._claims_engine = create_engine(self.settings.DATABASE_URL)
+        claims = SlackEvents(self._claims_engine)
+        self.runner = TurnRunner(self.services.conversations, Replies(client), claims)
+        self.runner.start()
+        self.app = build_slack_app(
+            client=client,
+            identity=identity,
+            signing_secret=None if self.socket_mode else self.settings.SLACK_SIGNING_SECRET,
+            runner=self.runner,
+            claims=claims,
+        )
+        if self.socket_mode:
+            self._socket = AsyncSocketModeHandler(self.app, self.settings.SLACK_APP_TOKEN)
+            # a refused app token is one line here; the Socket Mode client itself would retry
+            # it forever. Its URL is used at once (apps.connections.open is rate-limited).
+            self._socket.client.wss_uri = await self._socket_url(client)
+            await self._socket.connect_async()
+        else:
+            self.http = AsyncSlackRequestHandler(self.app)
+        log.info(
+            "Slack connected as %s in %s via %s",
+            identity.bot_user_id,
+            identity.team_id,
+            "Socket Mode" if self.socket_mode else "HTTP",
+        )
+
+    async def stop(self, drain_s: float = DRAIN_S) -> None:
+        if self._socket is not None:
+            await self._socket.close_async()
+        if self.runner is not None:
+            await self.runner.close(drain_s)
+        if self._session is not None:
+            await self._session.close()
+        if self._claims_engine is not None:
+            await self._claims_engine.dispose()
+
+    async def _identify(self, client: AsyncWebClient) -> AuthorizeResult:
+        async with self._refusals("SLACK_BOT_TOKEN"):
+            found = await client.auth_test()
+        return AuthorizeResult.from_auth_test_response(
+            auth_test_response=found, bot_token=self.settings.SLACK_BOT_TOKEN
+        )
+
+    async def _socket_url(self, client: AsyncWebClient) -> str:
+        async with self._refusals("SLACK_APP_TOKEN"):
+            opened = await client.apps_connections_open(app_token=self.settings.SLACK_APP_TOKEN)
+        return opened["url"]
+
+    @contextlib.asynccontextmanager
+    async def _refusals(self, token_name: str) -> AsyncIterator[None]:
+        """A refused token or an unreachable Slack: one line, and nothing left open."""
+        try:
+            yield
+        except SlackApiError as exc:
+            await self.stop()
+            raise SettingsError(
+                f"{token_name} was refused by Slack ({exc.response.get('error')}): "
+                f"put {_TOKEN_HINTS[token_name]} in it."
+            ) from None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            await self.stop()
+            raise BotError(
+                f"cannot reach Slack at SLACK_API_URL ({type(exc).__name__}); check the "
+                "network and the URL"
+            ) from None

@@ -1,0 +1,197 @@
+"""TurnRunner: the work that happens after Slack got its acknowledgement.
+
+* Each channel's work (answers, deletions) runs one job at a time in Slack-ts order, in a
+  task of its own; across processes the store's channel lock keeps the same order.
+* The working sign goes up at once, whatever waits ahead in the channel.
+* A burst of events is acknowledged before it is worked on: new work waits (briefly) until
+  the requests in hand are answered, so acks stay fast under load.
+* Every task is tracked: shutdown stops taking work, gives what is in flight a bounded time,
+  and releases the claims of what it had to stop. Claims in hand have their leases renewed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import itertools
+import logging
+from collections.abc import Coroutine, Iterator
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from bot.agent.service import Conversations
+from bot.messages import utcnow
+from bot.slack.events import Deletion, Question
+from bot.slack.replies import Replies
+from bot.store.events import RENEW_EVERY, SlackEvents
+
+log = logging.getLogger(__name__)
+
+#: new work waits at most this long for the acknowledgements being sent
+ACKS_FIRST_S = 0.5
+#: finished claims are kept this long (Slack's last retry comes about 5 minutes later)
+KEEP_CLAIMS = timedelta(days=1)
+FORGET_EVERY_S = 3_600
+
+Job = Question | Deletion
+
+
+class TurnRunner:
+    """Runs answers and deletions after the ack, per channel in order, tracked."""
+
+    def __init__(self, conversations: Conversations, replies: Replies, claims: SlackEvents):
+        self.conversations = conversations
+        self.replies = replies
+        self.claims = claims
+        self.accepting = True
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._queues: dict[str, list[tuple[str, int, Job]]] = {}
+        self._order = itertools.count()
+        self._signs: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._held: set[tuple[str, str]] = set()
+        self._keeper: asyncio.Task[None] | None = None
+        self._acking = 0
+        self._acks_sent = asyncio.Event()
+        self._acks_sent.set()
+
+    def start(self) -> None:
+        self._keeper = asyncio.create_task(self._keep_claims())
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    def answer(self, question: Question) -> None:
+        """Answer a question this process has claimed."""
+        key = (question.channel, question.ts)
+        self._held.add(key)
+        self._signs[key] = self._spawn(self._show_working(question))
+        self._enqueue(question.channel, question.ts, question)
+
+    def forget_message(self, deletion: Deletion) -> None:
+        """A message deleted in Slack leaves the stored history too (after the work queued
+        before the deletion, which might store it)."""
+        self._enqueue(deletion.channel, deletion.event_ts, deletion)
+
+    async def close(self, drain_s: float) -> None:
+        """Take no more work; wait up to ``drain_s`` s for the work in flight, then stop it."""
+        self.accepting = False
+        if self._tasks:
+            log.info("waiting up to %.0f s for %d task(s) in flight", drain_s, len(self._tasks))
+            _, pending = await asyncio.wait(set(self._tasks), timeout=drain_s)
+            for task in pending:
+                task.cancel()
+            if pending:
+                log.warning("stopped %d task(s) that did not finish in time", len(pending))
+                await asyncio.gather(*pending, return_exceptions=True)
+        if self._keeper is not None:
+            self._keeper.cancel()
+            await asyncio.gather(self._keeper, return_exceptions=True)
+
+    @contextlib.contextmanager
+    def acknowledging(self) -> Iterator[None]:
+        """Around the handling of a request from Slack (see ``_acks_first``)."""
+        self._acking += 1
+        self._acks_sent.clear()
+        try:
+            yield
+        finally:
+            self._acking -= 1
+            if not self._acking:
+                self._acks_sent.set()
+
+    async def _acks_first(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(ACKS_FIRST_S):
+                await self._acks_sent.wait()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _enqueue(self, channel: str, ts: str, job: Job) -> None:
+        queue = self._queues.get(channel)
+        if queue is None:
+            queue = self._queues[channel] = []
+            self._spawn(self._work_through(channel, queue))
+        heapq.heappush(queue, (ts, next(self._order), job))
+
+    async def _work_through(self, channel: str, queue: list[tuple[str, int, Job]]) -> None:
+        try:
+            await self._acks_first()
+            while queue:
+                _, _, job = heapq.heappop(queue)
+                if isinstance(job, Question):
+                    await self._answer(job)
+                else:
+                    await self._forget(job)
+        finally:
+            del self._queues[channel]
+            never_started = [job for _, _, job in queue if isinstance(job, Question)]
+            if never_started:  # stopped at shutdown: a retry may answer them
+                await asyncio.shield(
+                    asyncio.gather(*(self._sign_off(q, stored=False) for q in never_started))
+                )
+
+    async def _show_working(self, question: Question) -> None:
+        await self._acks_first()
+        await self.replies.working(question)
+
+    async def _answer(self, question: Question) -> None:
+        stored = False
+        try:
+            reply = await self.conversations.handle(question.incoming)
+            stored = reply.turn_id is not None
+            await self.replies.answer(question, reply)
+        except Exception:
+            # the core never raises for model, tool or database failures: this is a bug
+            log.exception("answering %s in %s failed", question.ts, question.channel)
+            await self.replies.failed(question)
+        finally:
+            await asyncio.shield(self._sign_off(question, stored))
+
+    async def _sign_off(self, question: Question, stored: bool) -> None:
+        """The working sign comes down; the claim is done (or failed: a retry may answer)."""
+        key = (question.channel, question.ts)
+        sign = self._signs.pop(key, None)
+        if sign is not None:
+            await asyncio.gather(sign, return_exceptions=True)  # up before it comes down
+        await self.replies.finished(question)
+        self._held.discard(key)
+        try:
+            await self.claims.finish(question.channel, question.ts, done=stored)
+        except (SQLAlchemyError, OSError):
+            # the lease runs out by itself; a retry then finds the stored turn, if any
+            log.warning("could not release the claim on %s in %s", question.ts, question.channel)
+
+    async def _forget(self, deletion: Deletion) -> None:
+        store = self.conversations.store
+        try:
+            async with store.channel_lock(deletion.channel):
+                deleted = await store.delete_slack_message(deletion.channel, deletion.ts)
+            log.info(
+                "message %s deleted in %s: %d stored message(s) removed",
+                deletion.ts,
+                deletion.channel,
+                deleted,
+            )
+        except (SQLAlchemyError, OSError):
+            log.exception("could not delete message %s of %s", deletion.ts, deletion.channel)
+
+    async def _keep_claims(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_cleanup = loop.time()
+        while True:
+            try:
+                await self.claims.renew(set(self._held))
+                if loop.time() >= next_cleanup:
+                    next_cleanup = loop.time() + FORGET_EVERY_S
+                    await self.claims.forget_before(utcnow() - KEEP_CLAIMS)
+            except (SQLAlchemyError, OSError):
+                log.warning("could not renew the claims of %d turn(s)", len(self._held))
+            await asyncio.sleep(RENEW_EVERY.total_seconds())

@@ -1,0 +1,64 @@
+"""The ASGI app: ``POST /slack/events`` (HTTP mode), ``GET /healthz`` and ``/admin``.
+
+    app = create_app(services, slack)   # starts and stops Slack and the services itself
+
+``bot run`` serves it with the lifespan off and calls ``serving`` itself, so a start-up
+failure is one line rather than a server traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from bot.slack.runtime import SlackRuntime
+from bot.web.admin import admin_app
+from bot.wiring import Services
+
+
+def create_app(services: Services, slack: SlackRuntime | None = None) -> Starlette:
+    """The app; without ``slack`` it serves /healthz and /admin only."""
+
+    async def healthz(request: Request) -> Response:
+        if await services.store.ping():
+            return JSONResponse({"status": "ok"})
+        return JSONResponse({"status": "unavailable"}, status_code=503)
+
+    routes: list[BaseRoute] = [Route("/healthz", healthz, methods=["GET"])]
+    if slack is not None and not slack.socket_mode:
+
+        async def slack_events(request: Request) -> Response:
+            if slack.http is None or slack.runner is None:  # not started yet
+                return JSONResponse({"error": "starting"}, status_code=503)
+            with slack.runner.acknowledging():
+                return await slack.http.handle(request)
+
+        routes.append(Route("/slack/events", slack_events, methods=["POST"]))
+    admin = admin_app(services)
+    if admin is not None:  # without ADMIN_TOKEN, /admin stays a 404
+        routes.append(Mount("/admin", app=admin))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with serving(services, slack):
+            yield
+
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+@contextlib.asynccontextmanager
+async def serving(services: Services, slack: SlackRuntime | None) -> AsyncIterator[None]:
+    """Slack started for the duration; then drained, and the services closed."""
+    try:
+        if slack is not None:
+            await slack.start()
+        yield
+    finally:
+        if slack is not None:
+            await slack.stop()
+        await services.close()

@@ -1,0 +1,87 @@
+"""The pure rules of bot.slack.events: what is a question, where its answer goes, what is
+ignored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.agent.service import Incoming
+from bot.slack.events import Deletion, deleted_message, is_ignored, question_from, strip_mention
+
+BOT = "UBOT"
+
+
+def event(**fields: Any) -> dict[str, Any]:
+    return {"type": "message", "channel": "C1", "user": "U1", "ts": "1.000100", **fields}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<@UBOT> hi", "hi"),
+        ("hi <@UBOT>", "hi"),
+        ("ask <@UBOT|bot> about <@U2>", "ask about <@U2>"),
+        ("<@UBOT>", ""),
+        ("line one\n<@UBOT> line two", "line one\n line two"),
+    ],
+)
+def test_the_bots_own_mention_is_stripped(text: str, expected: str) -> None:
+    assert strip_mention(text, BOT) == expected
+
+
+def test_a_mention_is_answered_in_its_thread_or_starts_one() -> None:
+    top = question_from(event(type="app_mention", text="<@UBOT> hi"), BOT)
+    threaded = question_from(event(type="app_mention", text="<@UBOT> hi", thread_ts="0.5"), BOT)
+
+    assert top is not None and top.incoming == Incoming("C1", "hi", "U1", "1.000100")
+    assert top.thread_ts == "1.000100"
+    assert threaded is not None and threaded.thread_ts == "0.5"
+
+
+def test_a_dm_is_answered_at_the_top_level_unless_asked_in_a_thread() -> None:
+    top = question_from(event(channel="D1", channel_type="im", text="hi"), BOT)
+    threaded = question_from(event(channel="D1", channel_type="im", text="x", thread_ts="0.5"), BOT)
+
+    assert top is not None and top.thread_ts is None and top.incoming.text == "hi"
+    assert threaded is not None and threaded.thread_ts == "0.5"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"channel_type": "channel", "text": "no mention here"},
+        {"channel_type": "im", "text": "hi", "bot_id": "B9"},
+        {"channel_type": "im", "text": "hi", "subtype": "bot_message"},
+        {"channel_type": "im", "text": "hi", "user": BOT},
+        {"channel_type": "im", "text": "hi", "subtype": "message_changed"},
+        {"channel_type": "im", "text": "hi", "subtype": "thread_broadcast"},
+        {"channel_type": "im", "text": "hi", "user": None},
+        {"type": "app_mention", "text": "<@UBOT> hi", "bot_id": "B9"},
+    ],
+)
+def test_ignored_messages(fields: dict[str, Any]) -> None:
+    assert question_from(event(**fields), BOT) is None
+    assert is_ignored(event(**fields), BOT)
+
+
+def test_a_file_share_and_a_channel_message_mentioning_the_bot_are_questions() -> None:
+    shared = event(channel_type="im", subtype="file_share", text="see file")
+    mentioned = event(channel_type="channel", text="<@UBOT> hi")
+
+    assert question_from(shared, BOT) is not None and not is_ignored(shared, BOT)
+    assert question_from(mentioned, BOT) is not None
+
+
+def test_a_deletion_names_the_deleted_message_and_is_not_ignored() -> None:
+    deleted = event(subtype="message_deleted", deleted_ts="0.9", ts="2.0", user=None)
+
+    assert deleted_message(deleted) == Deletion("C1", "0.9", "2.0")
+    assert not is_ignored(deleted, BOT)
+    assert deleted_message(event(text="hi")) is None
+
+
+def test_other_events_are_none_of_the_bots_business_here() -> None:
+    reaction = {"type": "reaction_added", "user": "U1"}
+    assert question_from(reaction, BOT) is None and not is_ignored(reaction, BOT)

@@ -1,0 +1,30 @@
+"""The Slack app manifest asks for exactly the scopes and events the bot uses."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+MANIFEST = Path(__file__).resolve().parents[3] / "slack" / "manifest.yml"
+
+
+def listed_under(text: str, key: str) -> set[str]:
+    """The ``- item`` lines of the block that follows ``key:`` (this manifest's layout)."""
+    block = re.search(rf"^(\s*){re.escape(key)}:\n((?:\1\s+(?:- .*|#.*)\n)+)", text, re.M)
+    assert block, f"{key} not found"
+    return set(re.findall(r"^\s*- (\S+)", block.group(2), re.M))
+
+
+def test_the_manifest_asks_only_for_what_the_bot_uses() -> None:
+    text = MANIFEST.read_text()
+
+    assert listed_under(text, "bot") == {
+        "app_mentions:read",
+        "chat:write",
+        "im:history",
+        "reactions:write",
+    }
+    assert listed_under(text, "bot_events") == {"app_mention", "message.im"}
+    assert re.search(r"^\s+socket_mode_enabled: true$", text, re.M)
+    assert re.search(r"^\s+interactivity:\n\s+is_enabled: true$", text, re.M)
+    assert not re.search(r"^\s+user:", text, re.M)  # no user-token scopes

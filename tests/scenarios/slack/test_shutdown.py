@@ -1,0 +1,101 @@
+"""TurnRunner.close: no new work, the work in flight gets its time, then is stopped and its
+claims released so that a retry may answer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from bot.agent.service import Incoming, Reply
+from bot.slack.events import Question
+from bot.slack.turns import TurnRunner
+from bot.store.db import create_engine
+from bot.store.events import SlackEvents
+from bot.store.history import HistoryStore
+
+
+class Conversations:
+    """Answers after ``delay`` seconds, storing nothing."""
+
+    def __init__(self, store: HistoryStore, delay: float) -> None:
+        self.store = store
+        self.delay = delay
+
+    async def handle(self, incoming: Incoming) -> Reply:
+        await asyncio.sleep(self.delay)
+        return Reply(f"answer to {incoming.slack_ts}", ok=True, outcome="answered", turn_id=1)
+
+
+class Replies:
+    """Records what would be posted."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.signs: asyncio.Queue[str] = asyncio.Queue()
+
+    async def working(self, question: Question) -> None:
+        self.events.append(("working", question.ts))
+        self.signs.put_nowait(question.ts)
+
+    async def finished(self, question: Question) -> None:
+        self.events.append(("finished", question.ts))
+
+    async def answer(self, question: Question, reply: Reply) -> None:
+        self.events.append(("answer", question.ts))
+
+    async def failed(self, question: Question) -> None:
+        self.events.append(("failed", question.ts))
+
+
+@pytest.fixture
+async def claims(database_url: str) -> AsyncIterator[SlackEvents]:
+    engine = create_engine(database_url)
+    yield SlackEvents(engine)
+    await engine.dispose()
+
+
+async def runner_with(
+    claims: SlackEvents, delay: float, *stamps: str
+) -> tuple[TurnRunner, Replies]:
+    """A runner answering ``stamps`` in channel C1, once all their working signs are up."""
+    replies = Replies()
+    conversations = Conversations(HistoryStore(claims.engine), delay)
+    runner = TurnRunner(conversations, replies, claims)  # type: ignore[arg-type]
+    runner.start()
+    for ts in stamps:
+        assert await claims.claim("C1", ts)
+        runner.answer(Question(Incoming("C1", "hi", "U1", ts), ts))
+    async with asyncio.timeout(5):
+        for _ in stamps:
+            await replies.signs.get()
+    return runner, replies
+
+
+async def test_close_lets_the_work_in_flight_finish(claims: SlackEvents) -> None:
+    runner, replies = await runner_with(claims, 0.2, "1.1", "1.2")
+
+    await runner.close(drain_s=10)
+
+    assert [e for e in replies.events if e[0] == "answer"] == [("answer", "1.1"), ("answer", "1.2")]
+    assert [await claims.status("C1", ts) for ts in ("1.1", "1.2")] == ["done", "done"]
+    assert runner.in_flight == 0 and not runner.accepting
+
+
+async def test_close_stops_what_does_not_finish_in_time_and_releases_it(
+    claims: SlackEvents,
+) -> None:
+    runner, replies = await runner_with(claims, 3600, "1.1", "1.2")  # the second one queued
+
+    started = time.monotonic()
+    await runner.close(drain_s=0.3)
+
+    assert time.monotonic() - started < 5
+    assert runner.in_flight == 0
+    assert not any(kind == "answer" for kind, _ in replies.events)
+    assert {ts for kind, ts in replies.events if kind == "finished"} == {"1.1", "1.2"}
+    # nothing was stored: a retry of either may answer it
+    assert [await claims.status("C1", ts) for ts in ("1.1", "1.2")] == ["failed", "failed"]
+    assert await claims.claim("C1", "1.2") is True

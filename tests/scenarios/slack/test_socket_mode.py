@@ -1,0 +1,115 @@
+"""Socket Mode against a local fake websocket endpoint: envelopes are acked at once, answered
+once (a redelivery included), and the HTTP side still serves /healthz but not /slack/events."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bot.config import load_settings
+from bot.slack.runtime import SlackRuntime
+from bot.web.app import create_app
+from bot.wiring import build_services
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.serve import ServedApp, serve_in_thread
+from tests.fakes.slack_server import event_payload
+from tests.fakes.socket_mode import FakeSlackWithSocketMode, FakeSocketMode
+from tests.scenarios.slack.conftest import BOT, TOKEN, Clock, echo, mention, posts
+
+
+@pytest.fixture
+def socket_mode() -> Iterator[FakeSocketMode]:
+    server = FakeSocketMode()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def slack(socket_mode: FakeSocketMode) -> Iterator[FakeSlackWithSocketMode]:
+    with FakeSlackWithSocketMode(socket_mode, bot_token=TOKEN, bot_user_id=BOT) as fake:
+        yield fake
+
+
+@pytest.fixture
+def served(
+    sqlite_url: str, slack: FakeSlackWithSocketMode, fake_openai: FakeOpenAI
+) -> Iterator[ServedApp]:
+    fake_openai.responder = echo
+    settings = load_settings(
+        DATABASE_URL=sqlite_url,
+        SLACK_BOT_TOKEN=TOKEN,
+        SLACK_APP_TOKEN=slack.app_token,
+        SLACK_SIGNING_SECRET=None,
+        SLACK_API_URL=slack.api_url,
+        OPENAI_API_KEY="test-key",
+        OPENAI_BASE_URL=fake_openai.base_url,
+    )
+    services = build_services(settings)
+    with serve_in_thread(
+        create_app(services, SlackRuntime(settings, services, socket_mode=True))
+    ) as app:
+        yield app
+
+
+async def test_socket_mode_events_are_acked_at_once_and_answered_once(
+    served: ServedApp,
+    socket_mode: FakeSocketMode,
+    slack: FakeSlackWithSocketMode,
+    fake_openai: FakeOpenAI,
+    clock: Clock,
+) -> None:
+    fake_openai.latency = 1.0
+    socket_mode.wait_connected()
+    ts = clock.ts()
+    payload = json.loads(event_payload(mention("C1", ts, "over the socket")))
+
+    first = socket_mode.send_event(payload)
+    assert socket_mode.wait_acked(first) < 0.5
+    again = socket_mode.send_event(payload, retry_attempt=1, retry_reason="timeout")
+    assert socket_mode.wait_acked(again) < 0.5
+
+    await slack.wait_for(lambda s: bool(s.calls_to("reactions.remove")), timeout=10)
+    (answer,) = posts(slack)
+    assert answer["thread_ts"] == ts and answer["text"] == "You said: over the socket"
+    assert slack.connections_opened == 1 and len(fake_openai.requests) == 1
+
+
+async def test_socket_mode_serves_healthz_but_no_events_endpoint(served: ServedApp) -> None:
+    async with httpx.AsyncClient() as client:
+        health = await client.get(f"{served.url}/healthz")
+        events = await client.post(f"{served.url}/slack/events", content="{}")
+    assert health.status_code == 200
+    assert events.status_code == 404
+
+
+def test_a_refused_app_token_stops_start_up_with_one_line(
+    tmp_path: Path, sqlite_url: str, slack: FakeSlackWithSocketMode, fake_openai: FakeOpenAI
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "OPENAI_"))}
+    env.update(
+        DATABASE_URL=sqlite_url,
+        SLACK_BOT_TOKEN=TOKEN,
+        SLACK_APP_TOKEN="xapp-revoked",
+        SLACK_API_URL=slack.api_url,
+        OPENAI_API_KEY="test-key",
+        OPENAI_BASE_URL=fake_openai.base_url,
+        LOG_LEVEL="WARNING",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "bot", "run"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "SLACK_APP_TOKEN was refused" in done.stderr
