@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -10,6 +11,7 @@ import openai
 from bot.agent.loop import Loop
 from bot.agent.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.agent.service import Conversations
+from bot.agent.tokens import count_text
 from bot.config import Settings
 from bot.llm.base import ChatModel
 from bot.llm.chat_completions import ChatCompletionsModel
@@ -30,6 +32,11 @@ class Services:
     registry: ToolRegistry
     model: ChatModel
     conversations: Conversations
+
+    async def warm_up(self) -> None:
+        """Load what the first turn would otherwise load (the tokenizer takes about a
+        second), so a server's first burst of mentions does not wait for it."""
+        await asyncio.to_thread(count_text, "warm up")
 
     async def close(self) -> None:
         client = getattr(self.model, "client", None)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import openai
+from openai.types.responses import Response
 
 from bot.llm.base import TextSink, model_error
 from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage
@@ -43,7 +44,8 @@ class ResponsesModel:
             if on_text is not None:
                 response = await self._stream(request, on_text)
             else:
-                response = await self.client.responses.create(**request)
+                # plain JSON through client.post: see ChatCompletionsModel for why
+                response = await self.client.post("/responses", body=request, cast_to=Response)
         except openai.OpenAIError as exc:
             raise model_error(exc) from exc
         return _reply(response)

@@ -8,6 +8,7 @@ arguments against it, enforces a time limit and turns every failure into an
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import logging
@@ -68,8 +69,8 @@ class Tool:
     timeout: float | None
     progress: str | None = None
 
-    @property
-    def spec(self) -> ToolSpec:
+    @functools.cached_property
+    def spec(self) -> ToolSpec:  # built once: every request of every turn sends it
         schema = self.arguments.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
