@@ -76,3 +76,27 @@ def fake_openai(_openai_server):  # type: ignore[no-untyped-def]
     _openai_server.reset()
     yield _openai_server
     _openai_server.reset()
+
+
+@pytest.fixture
+async def make_services(database_url, fake_openai):  # type: ignore[no-untyped-def]
+    """Build the bot's services for this database, pointed at the fake OpenAI; settings
+    overrides as keyword arguments. Closed after the test."""
+    from bot.config import load_settings
+    from bot.wiring import build_services
+
+    built = []
+
+    def make(**overrides):  # type: ignore[no-untyped-def]
+        settings = load_settings(
+            DATABASE_URL=database_url,
+            OPENAI_API_KEY="test-key",
+            OPENAI_BASE_URL=fake_openai.base_url,
+            **overrides,
+        )
+        built.append(build_services(settings))
+        return built[-1]
+
+    yield make
+    for services in built:
+        await services.close()

@@ -10,28 +10,7 @@ import time
 import pytest
 
 from bot.agent.service import Incoming
-from bot.config import load_settings
-from bot.wiring import build_services
 from tests.fakes.openai_server import Fail, FakeOpenAI, Hang, Reply, ToolUse
-
-
-@pytest.fixture
-async def make_services(database_url, fake_openai):  # type: ignore[no-untyped-def]
-    built = []
-
-    def make(**overrides):  # type: ignore[no-untyped-def]
-        settings = load_settings(
-            DATABASE_URL=database_url,
-            OPENAI_API_KEY="test-key",
-            OPENAI_BASE_URL=fake_openai.base_url,
-            **overrides,
-        )
-        built.append(build_services(settings))
-        return built[-1]
-
-    yield make
-    for services in built:
-        await services.close()
 
 
 async def ask(services, text="hi"):  # type: ignore[no-untyped-def]

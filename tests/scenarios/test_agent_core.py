@@ -10,35 +10,12 @@ import logging
 import pytest
 
 from bot.agent.service import Incoming
-from bot.config import load_settings
 from bot.errors import ToolError
 from bot.messages import Message, ToolCall, TurnRecord
 from bot.tools.base import tool
-from bot.wiring import build_services
 from tests.fakes.openai_server import Fail, FakeOpenAI, Reply, ToolUse
 
 API_MODES = ["chat", "responses"]
-
-
-@pytest.fixture
-async def make_services(database_url, fake_openai):  # type: ignore[no-untyped-def]
-    """Build the bot's services for this database, pointed at the fake OpenAI."""
-    built = []
-
-    def make(**overrides):  # type: ignore[no-untyped-def]
-        settings = load_settings(
-            DATABASE_URL=database_url,
-            OPENAI_API_KEY="test-key",
-            OPENAI_BASE_URL=fake_openai.base_url,
-            **overrides,
-        )
-        services = build_services(settings)
-        built.append(services)
-        return services
-
-    yield make
-    for services in built:
-        await services.close()
 
 
 def sent_messages(request) -> list[dict]:  # type: ignore[no-untyped-def]
