@@ -7,7 +7,8 @@ Bolt's own (signature, authorization, the bot's own events, url_verification):
    a duplicate delivery is acknowledged and dropped. A database failure answers 503, so
    Slack delivers the event again later.
 
-Listeners then only hand the work to the TurnRunner, which runs it after the ack.
+Listeners then only hand the work to the TurnRunner, which runs it after the ack (button
+presses too: who may press is checked there, against the stored turn).
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def build_slack_app(
         request_verification_enabled=signing_secret is not None,
         # the ack goes out at once; the work runs in the TurnRunner afterwards
         process_before_response=False,
-        # no workflow steps nor assistant threads here: their middleware would only cost time
+        # no workflow steps here; the assistant pane's listeners attach what they need
+        # themselves, so this middleware would only cost time
         attaching_function_token_enabled=False,
         attaching_conversation_kwargs_enabled=False,
     )

@@ -19,16 +19,30 @@ ANSWERED_SUBTYPES = frozenset({None, "file_share"})
 
 
 @dataclass(frozen=True)
+class Thread:
+    """Where the bot posts: a channel, and a thread in it (None = the top level of a DM)."""
+
+    channel: str
+    thread_ts: str | None
+
+
+@dataclass(frozen=True)
 class Question:
     """A message the bot answers: what the core gets, and where the answer goes."""
 
     incoming: Incoming
     #: the thread to answer in; None = the top level of a DM
     thread_ts: str | None
+    #: asked in the Slack AI assistant pane (its status line shows the steps)
+    pane: bool = False
 
     @property
     def channel(self) -> str:
         return self.incoming.channel_id
+
+    @property
+    def thread(self) -> Thread:
+        return Thread(self.channel, self.thread_ts)
 
     @property
     def ts(self) -> str:
@@ -72,6 +86,31 @@ def deleted_message(event: dict[str, Any]) -> Deletion | None:
     if not (channel and ts):
         return None
     return Deletion(channel, ts, event.get("event_ts") or event.get("ts") or ts)
+
+
+@dataclass(frozen=True)
+class Press:
+    """A button of the bot's pressed: ``action`` on turn ``turn_id`` by ``user``, on the
+    message ``message_ts`` (the card) in ``thread``."""
+
+    action: str
+    turn_id: int
+    user: str
+    thread: Thread
+    message_ts: str
+
+
+def press_from(body: dict[str, Any]) -> Press | None:
+    """The press in a ``block_actions`` request, or None when it is not one of ours."""
+    actions = body.get("actions") or [{}]
+    container = body.get("container") or {}
+    user = (body.get("user") or {}).get("id")
+    value, channel = actions[0].get("value") or "", container.get("channel_id")
+    message_ts = container.get("message_ts")
+    if not (value.isdigit() and user and channel and message_ts):
+        return None
+    thread = Thread(channel, container.get("thread_ts"))
+    return Press(actions[0].get("action_id", ""), int(value), user, thread, message_ts)
 
 
 def is_ignored(event: dict[str, Any], bot_user_id: str | None) -> bool:

@@ -1,4 +1,5 @@
-"""Everything the bot posts: the working sign, the answer in chunks, the failure notice.
+"""Everything the bot posts: the working sign, the answer in chunks, the failure notice,
+cards with buttons, and the live message or status a turn shows while it runs.
 
 A Slack error here is logged and ends that post, never the process: the turn is already
 stored, and other channels keep being served.
@@ -6,74 +7,32 @@ stored, and other channels keep being served.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable
+from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.service import Reply
-from bot.slack.events import Question
+from bot.slack.events import Question, Thread
 from bot.slack.format import escape, format_answer
+from bot.slack.pacing import ChannelPacer
 
 log = logging.getLogger(__name__)
 
 WORKING_REACTION = "eyes"
-#: Slack allows about one message a second per channel
-POST_INTERVAL_S = 1.0
 SOMETHING_WENT_WRONG = (
     "Sorry, something went wrong while I was answering. Please try again; "
     "if it keeps happening, ask an admin to look at the bot's logs."
 )
 
-
-class ChannelPacer:
-    """One poster per channel at a time, at most one message per ``interval``."""
-
-    def __init__(self, interval: float = POST_INTERVAL_S) -> None:
-        self.interval = interval
-        self._slots: dict[str, _Slot] = {}
-
-    @contextlib.asynccontextmanager
-    async def turn(self, channel: str) -> AsyncIterator[Callable[[], Awaitable[None]]]:
-        """Hold the channel for one answer; call the yielded ``pace()`` before each post."""
-        slot = self._slots.setdefault(channel, _Slot())
-        slot.users += 1
-        try:
-            async with slot.lock:
-                yield slot.pace_with(self.interval)
-        finally:
-            slot.users -= 1
-            # kept for one interval after the last post, so the next answer is paced too
-            asyncio.get_running_loop().call_later(self.interval, self._forget, channel, slot)
-
-    def _forget(self, channel: str, slot: _Slot) -> None:
-        if slot.users == 0 and self._slots.get(channel) is slot:
-            del self._slots[channel]
-
-
-class _Slot:
-    def __init__(self) -> None:
-        self.lock = asyncio.Lock()
-        self.users = 0
-        self.last_post = float("-inf")
-
-    def pace_with(self, interval: float) -> Callable[[], Awaitable[None]]:
-        async def pace() -> None:
-            wait = self.last_post + interval - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            self.last_post = time.monotonic()
-
-        return pace
+Blocks = list[dict[str, Any]]
 
 
 class Replies:
-    """Posts to Slack for turns (``chat:write``, ``reactions:write``)."""
+    """Posts to Slack for turns (``chat:write``, ``reactions:write``, ``assistant:write``)."""
 
     def __init__(self, client: AsyncWebClient) -> None:
         self.client = client
@@ -96,40 +55,79 @@ class Replies:
             ),
         )
 
-    async def answer(self, question: Question, reply: Reply) -> None:
-        """The answer as mrkdwn chunks in order, or the failure as one plain message."""
+    async def answer(self, thread: Thread, reply: Reply, into: str | None = None) -> None:
+        """The answer as mrkdwn chunks in order, or the failure as one plain message.
+        ``into``: a message of the bot's (the streamed answer) that becomes the first chunk."""
         if reply.ok:
             chunks = format_answer(reply.text)
         else:  # the core's message is already short and plain
             chunks = [escape(reply.text)] if reply.text.strip() else []
-        await self._post(question, chunks or [SOMETHING_WENT_WRONG])
-
-    async def failed(self, question: Question) -> None:
-        await self._post(question, [SOMETHING_WENT_WRONG])
-
-    async def _post(self, question: Question, chunks: list[str]) -> None:
-        async with self.pacer.turn(question.channel) as pace:
+        chunks = chunks or [SOMETHING_WENT_WRONG]
+        if into is not None and await self.update(thread.channel, into, chunks[0]):
+            chunks = chunks[1:]
+        elif into is not None:
+            await self.delete(thread.channel, into)
+        async with self.pacer.turn(thread.channel) as pace:
             for chunk in chunks:
                 await pace()
-                posted = await self._quietly(
-                    "chat.postMessage",
-                    self.client.chat_postMessage(
-                        channel=question.channel,
-                        thread_ts=question.thread_ts,
-                        text=chunk,
-                        unfurl_links=False,
-                        unfurl_media=False,
-                    ),
-                )
-                if not posted:
+                if await self._send(thread, chunk) is None:
                     return  # the rest would fail the same way, and out of order
 
-    async def _quietly(self, method: str, call: Awaitable[object]) -> bool:
+    async def failed(self, thread: Thread) -> None:
+        await self.post(thread, SOMETHING_WENT_WRONG)
+
+    async def post(self, thread: Thread, text: str, blocks: Blocks | None = None) -> str | None:
+        """One message in the thread, paced with the channel's other posts; its ts."""
+        async with self.pacer.turn(thread.channel) as pace:
+            await pace()
+            return await self._send(thread, text, blocks)
+
+    async def update(self, channel: str, ts: str, text: str, blocks: Blocks | None = None) -> bool:
+        # blocks=[] takes a card's buttons away: the text is all that is left
+        call = self.client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks or [])
+        return await self._quietly("chat.update", call) is not None
+
+    async def delete(self, channel: str, ts: str) -> None:
+        await self._quietly("chat.delete", self.client.chat_delete(channel=channel, ts=ts))
+
+    async def tell(self, thread: Thread, user: str, text: str) -> None:
+        """A message only ``user`` sees."""
+        call = self.client.chat_postEphemeral(
+            channel=thread.channel, thread_ts=thread.thread_ts, user=user, text=text
+        )
+        await self._quietly("chat.postEphemeral", call)
+
+    async def status(self, thread: Thread, status: str) -> None:
+        """The assistant pane's status line ("" clears it)."""
+        call = self.client.assistant_threads_setStatus(
+            channel_id=thread.channel, thread_ts=thread.thread_ts or "", status=status
+        )
+        await self._quietly("assistant.threads.setStatus", call)
+
+    async def title(self, thread: Thread, title: str) -> None:
+        call = self.client.assistant_threads_setTitle(
+            channel_id=thread.channel, thread_ts=thread.thread_ts or "", title=title
+        )
+        await self._quietly("assistant.threads.setTitle", call)
+
+    async def _send(self, thread: Thread, text: str, blocks: Blocks | None = None) -> str | None:
+        call = self.client.chat_postMessage(
+            channel=thread.channel,
+            thread_ts=thread.thread_ts,
+            text=text,
+            blocks=blocks,
+            unfurl_links=False,
+            unfurl_media=False,
+        )
+        posted = await self._quietly("chat.postMessage", call)
+        return posted.get("ts") if posted is not None else None
+
+    async def _quietly(self, method: str, call: Awaitable[Any]) -> Any:
+        """The response, or None (logged) when Slack refused or could not be reached."""
         try:
-            await call
-            return True
+            return await call
         except SlackApiError as exc:
             log.warning("Slack %s failed: %s", method, exc.response.get("error"))
         except (aiohttp.ClientError, TimeoutError) as exc:
             log.warning("Slack %s failed: %s", method, type(exc).__name__)
-        return False
+        return None

@@ -1,9 +1,9 @@
 """SlackRuntime: the Slack side of a running bot, started and stopped as one.
 
 Start: one HTTP connection pool, ``auth.test`` (a bad token fails here, in one line), the
-turn runner, the Bolt app, and in Socket Mode the websocket. Stop: no new events (the
-websocket closes; HTTP stops accepting before this), the turns in flight get ``drain_s`` to
-finish, then the pool closes.
+turn runner, the sweeper of expired approval requests, the Bolt app, and in Socket Mode the
+websocket. Stop: no new events (the websocket closes; HTTP stops accepting before this), the
+turns in flight get ``drain_s`` to finish, then the pool closes.
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.config import Settings
 from bot.errors import BotError, SettingsError
 from bot.slack.app import build_slack_app, web_client
+from bot.slack.delivery import Delivery
+from bot.slack.presses import Presses
 from bot.slack.replies import Replies
+from bot.slack.sweeper import Sweeper
 from bot.slack.turns import TurnRunner
 from bot.store.db import create_engine
 from bot.store.events import SlackEvents
@@ -56,6 +59,7 @@ class SlackRuntime:
         self._socket: AsyncSocketModeHandler | None = None
         self._session: aiohttp.ClientSession | None = None
         self._claims_engine: AsyncEngine | None = None
+        self._sweeper: Sweeper | None = None
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession()
@@ -64,8 +68,12 @@ class SlackRuntime:
         # a pool of its own: acknowledgements never wait for a connection the turns hold
         self._claims_engine = create_engine(self.settings.DATABASE_URL)
         claims = SlackEvents(self._claims_engine)
-        self.runner = TurnRunner(self.services.conversations, Replies(client), claims)
+        delivery = Delivery(self.services.conversations, Replies(client), self.settings)
+        presses = Presses(delivery, self.settings.ADMIN_SLACK_USERS)
+        self.runner = TurnRunner(delivery, presses, claims)
         self.runner.start()
+        self._sweeper = Sweeper(delivery, self.settings.APPROVAL_TIMEOUT_S)
+        self._sweeper.start()
         self.app = build_slack_app(
             client=client,
             identity=identity,
@@ -91,6 +99,8 @@ class SlackRuntime:
     async def stop(self, drain_s: float = DRAIN_S) -> None:
         if self._socket is not None:
             await self._socket.close_async()
+        if self._sweeper is not None:
+            await self._sweeper.stop()
         if self.runner is not None:
             await self.runner.close(drain_s)
         if self._session is not None:

@@ -5,6 +5,7 @@
 * The working sign goes up at once, whatever waits ahead in the channel.
 * A burst of events is acknowledged before it is worked on: new work waits (briefly) until
   the requests in hand are answered, so acks stay fast under load.
+* A button press runs as a task of its own (see Presses).
 * Every task is tracked: shutdown stops taking work, gives what is in flight a bounded time,
   and releases the claims of what it had to stop. Claims in hand have their leases renewed.
 """
@@ -22,10 +23,10 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from bot.agent.service import Conversations
 from bot.messages import utcnow
-from bot.slack.events import Deletion, Question
-from bot.slack.replies import Replies
+from bot.slack.delivery import Delivery
+from bot.slack.events import Deletion, Press, Question
+from bot.slack.presses import Presses
 from bot.store.events import RENEW_EVERY, SlackEvents
 
 log = logging.getLogger(__name__)
@@ -42,9 +43,9 @@ Job = Question | Deletion
 class TurnRunner:
     """Runs answers and deletions after the ack, per channel in order, tracked."""
 
-    def __init__(self, conversations: Conversations, replies: Replies, claims: SlackEvents):
-        self.conversations = conversations
-        self.replies = replies
+    def __init__(self, delivery: Delivery, presses: Presses, claims: SlackEvents):
+        self.delivery = delivery
+        self.presses = presses
         self.claims = claims
         self.accepting = True
         self._tasks: set[asyncio.Task[None]] = set()
@@ -70,6 +71,11 @@ class TurnRunner:
         self._held.add(key)
         self._signs[key] = self._spawn(self._show_working(question))
         self._enqueue(question.channel, question.ts, question)
+
+    def press(self, press: Press) -> None:
+        """A button pressed: its turn goes on (outside the channel's queue: the turn takes
+        the channel's lock itself)."""
+        self._spawn(self.presses.handle(press))
 
     def forget_message(self, deletion: Deletion) -> None:
         """A message deleted in Slack leaves the stored history too (after the work queued
@@ -140,18 +146,16 @@ class TurnRunner:
 
     async def _show_working(self, question: Question) -> None:
         await self._acks_first()
-        await self.replies.working(question)
+        await self.delivery.working(question)
 
     async def _answer(self, question: Question) -> None:
         stored = False
         try:
-            reply = await self.conversations.handle(question.incoming)
-            stored = reply.turn_id is not None
-            await self.replies.answer(question, reply)
+            stored = await self.delivery.answer(question)
         except Exception:
             # the core never raises for model, tool or database failures: this is a bug
             log.exception("answering %s in %s failed", question.ts, question.channel)
-            await self.replies.failed(question)
+            await self.delivery.failed(question)
         finally:
             await asyncio.shield(self._sign_off(question, stored))
 
@@ -161,7 +165,7 @@ class TurnRunner:
         sign = self._signs.pop(key, None)
         if sign is not None:
             await asyncio.gather(sign, return_exceptions=True)  # up before it comes down
-        await self.replies.finished(question)
+        await self.delivery.finished(question)
         self._held.discard(key)
         try:
             await self.claims.finish(question.channel, question.ts, done=stored)
@@ -170,7 +174,7 @@ class TurnRunner:
             log.warning("could not release the claim on %s in %s", question.ts, question.channel)
 
     async def _forget(self, deletion: Deletion) -> None:
-        store = self.conversations.store
+        store = self.delivery.store
         try:
             async with store.channel_lock(deletion.channel):
                 deleted = await store.delete_slack_message(deletion.channel, deletion.ts)

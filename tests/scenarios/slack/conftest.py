@@ -19,6 +19,7 @@ from bot.store.events import SlackEvents
 from bot.store.history import HistoryStore
 from bot.web.app import create_app
 from bot.wiring import build_services
+from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI, Reply, Request
 from tests.fakes.serve import ServedApp, serve_in_thread
 from tests.fakes.slack_server import FakeSlack, event_payload, signed_headers
@@ -128,6 +129,12 @@ class RunningBot:
 def fake_slack() -> Iterator[FakeSlack]:
     with FakeSlack(bot_token=TOKEN, bot_user_id=BOT) as slack:
         yield slack
+
+
+@pytest.fixture
+def fake_jira() -> Iterator[FakeJira]:
+    with FakeJira(email="bot@example.com", api_token="jira-token") as jira:
+        yield jira
 
 
 @pytest.fixture

@@ -20,11 +20,17 @@ def test_the_manifest_asks_only_for_what_the_bot_uses() -> None:
 
     assert listed_under(text, "bot") == {
         "app_mentions:read",
+        "assistant:write",
         "chat:write",
         "im:history",
         "reactions:write",
     }
-    assert listed_under(text, "bot_events") == {"app_mention", "message.im"}
+    assert listed_under(text, "bot_events") == {
+        "app_mention",
+        "assistant_thread_started",
+        "message.im",
+    }
+    assert re.search(r"^  assistant_view:\n", text, re.M)
     assert re.search(r"^\s+socket_mode_enabled: true$", text, re.M)
     assert re.search(r"^\s+interactivity:\n\s+is_enabled: true$", text, re.M)
     assert not re.search(r"^\s+user:", text, re.M)  # no user-token scopes

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.agent.service import Incoming, Reply
+from bot.agent.service import Incoming
 from bot.slack.events import Question
 from bot.slack.turns import TurnRunner
 from bot.store.db import create_engine
@@ -17,22 +17,12 @@ from bot.store.events import SlackEvents
 from bot.store.history import HistoryStore
 
 
-class Conversations:
-    """Answers after ``delay`` seconds, storing nothing."""
+class Delivery:
+    """Answers after ``delay`` seconds, storing nothing; records what would be posted."""
 
     def __init__(self, store: HistoryStore, delay: float) -> None:
         self.store = store
         self.delay = delay
-
-    async def handle(self, incoming: Incoming) -> Reply:
-        await asyncio.sleep(self.delay)
-        return Reply(f"answer to {incoming.slack_ts}", ok=True, outcome="answered", turn_id=1)
-
-
-class Replies:
-    """Records what would be posted."""
-
-    def __init__(self) -> None:
         self.events: list[tuple[str, str]] = []
         self.signs: asyncio.Queue[str] = asyncio.Queue()
 
@@ -43,8 +33,10 @@ class Replies:
     async def finished(self, question: Question) -> None:
         self.events.append(("finished", question.ts))
 
-    async def answer(self, question: Question, reply: Reply) -> None:
+    async def answer(self, question: Question) -> bool:
+        await asyncio.sleep(self.delay)
         self.events.append(("answer", question.ts))
+        return True
 
     async def failed(self, question: Question) -> None:
         self.events.append(("failed", question.ts))
@@ -59,11 +51,10 @@ async def claims(database_url: str) -> AsyncIterator[SlackEvents]:
 
 async def runner_with(
     claims: SlackEvents, delay: float, *stamps: str
-) -> tuple[TurnRunner, Replies]:
+) -> tuple[TurnRunner, Delivery]:
     """A runner answering ``stamps`` in channel C1, once all their working signs are up."""
-    replies = Replies()
-    conversations = Conversations(HistoryStore(claims.engine), delay)
-    runner = TurnRunner(conversations, replies, claims)  # type: ignore[arg-type]
+    replies = Delivery(HistoryStore(claims.engine), delay)
+    runner = TurnRunner(replies, None, claims)  # type: ignore[arg-type]
     runner.start()
     for ts in stamps:
         assert await claims.claim("C1", ts)

@@ -1,0 +1,132 @@
+"""The bot's messages with buttons, built from a stored turn; no I/O.
+
+* The approval card: what a paused turn is about to do (each writing call's arguments:
+  project, type, summary, description, for whom) with Create and Cancel.
+* The Continue button under an answer that hit the round cap.
+
+Each button's value is the turn's id; whatever the arguments say is escaped, so model text
+cannot ping anyone or disguise a link on the card.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from bot.messages import ToolCall, TurnRecord
+from bot.slack.format import escape, neutralise_mentions
+
+APPROVE = "approve_write"
+DECLINE = "decline_write"
+CONTINUE = "continue_turn"
+
+#: labels of the arguments a card shows first, in this order; others follow by name
+LABELS = {
+    "project_key": "Project",
+    "issue_type": "Type",
+    "summary": "Summary",
+    "description": "Description",
+    "priority": "Priority",
+    "labels": "Labels",
+}
+FIELD_MAX = 1_900  # Slack allows 2,000 characters in a section field
+DEFAULTS = {"issue_type": "Task"}
+
+Blocks = list[dict[str, Any]]
+Describe = Callable[[ToolCall], str]
+
+
+def pending_calls(turn: TurnRecord, writes: Callable[[str], bool]) -> list[ToolCall]:
+    """The writing calls a paused turn waits on (from its stored state)."""
+    pending = (turn.state or {}).get("pending") or {}
+    calls = [ToolCall.from_dict(c) for c in pending.get("tool_calls") or []]
+    return [c for c in calls if writes(c.name)]
+
+
+def approval_card(
+    turn: TurnRecord,
+    calls: list[ToolCall],
+    describe: Describe,
+    *,
+    default_project: str | None,
+    settled: str | None = None,
+) -> tuple[str, Blocks]:
+    """(fallback text, blocks) of the card; ``settled`` (who decided, or that it expired)
+    replaces the buttons."""
+    steps = [describe(call) for call in calls]
+    text = "Approval needed: " + "; ".join(steps)
+    blocks: Blocks = [_section("*I'd like to do this. Shall I go ahead?*")]
+    for call, step in zip(calls, steps, strict=True):
+        fields = _fields(call, turn.user_id, default_project)
+        blocks.append({"type": "section", "text": _mrkdwn(f"*{_safe(step)}*"), "fields": fields})
+    if settled is not None:
+        blocks.append({"type": "context", "elements": [_mrkdwn(settled)]})
+        return f"{text} ({settled})", blocks
+    blocks.append(
+        {
+            "type": "actions",
+            "elements": [
+                _button(APPROVE, "Create", turn, style="primary"),
+                _button(DECLINE, "Cancel", turn),
+            ],
+        }
+    )
+    return text, blocks
+
+
+def continue_message(turn_id: int, rounds: int) -> tuple[str, Blocks]:
+    text = f"I stopped after {rounds} rounds of tool calls. Shall I keep going?"
+    button = {
+        "type": "button",
+        "action_id": CONTINUE,
+        "text": {"type": "plain_text", "text": "Continue"},
+        "value": str(turn_id),
+    }
+    return text, [_section(text), {"type": "actions", "elements": [button]}]
+
+
+def _fields(call: ToolCall, requester: str | None, default_project: str | None) -> Blocks:
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        arguments = {}
+    if call.name == "jira_create_issue":  # what Jira will use when the model names none
+        arguments = {**DEFAULTS, "project_key": default_project or "(default)", **arguments}
+    ordered = [k for k in LABELS if k in arguments] + [k for k in arguments if k not in LABELS]
+    fields = [_field(LABELS.get(k, k), arguments[k]) for k in ordered[:9]]
+    if requester:
+        fields.append(_mrkdwn(f"*For*\n<@{requester}>"))
+    return fields
+
+
+def _field(label: str, value: Any) -> dict[str, str]:
+    shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+    shown = shown if len(shown) <= FIELD_MAX else shown[:FIELD_MAX] + "…"
+    return _mrkdwn(f"*{_safe(label)}*\n{_safe(shown) or '-'}")
+
+
+def _button(action: str, label: str, turn: TurnRecord, style: str | None = None) -> dict[str, Any]:
+    button: dict[str, Any] = {
+        "type": "button",
+        "action_id": action,
+        "text": {"type": "plain_text", "text": label},
+        "value": str(turn.id),
+    }
+    if style:
+        button["style"] = style
+    return button
+
+
+def _safe(text: str) -> str:
+    return neutralise_mentions(escape(text))
+
+
+def _section(text: str) -> dict[str, Any]:
+    return {"type": "section", "text": _mrkdwn(text)}
+
+
+def _mrkdwn(text: str) -> dict[str, str]:
+    return {"type": "mrkdwn", "text": text}

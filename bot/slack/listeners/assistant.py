@@ -1,0 +1,44 @@
+"""The Slack AI assistant pane (the app's container in DMs), through Bolt's Assistant:
+suggested prompts when a thread starts; a message there is answered like any DM (history
+keyed by the DM's channel), with the steps in the pane's status line."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from slack_bolt.async_app import AsyncApp, AsyncAssistant, AsyncBoltContext
+from slack_bolt.context.set_suggested_prompts.async_set_suggested_prompts import (
+    AsyncSetSuggestedPrompts,
+)
+
+from bot.slack.turns import TurnRunner
+
+PROMPTS = [
+    {"title": "Summarise an account", "message": "Look up Ana and summarise her account"},
+    {"title": "Open a ticket", "message": "Find Ana and open a ticket for her"},
+    {"title": "Ticket status", "message": "What is the status of TASK-123?"},
+]
+
+
+class _Assistant(AsyncAssistant):
+    """Bolt's Assistant acknowledges every other event in a DM thread, deletions included;
+    a deleted message must still leave the stored history (the deletions listener)."""
+
+    async def async_process(self, *, req, resp, next):  # type: ignore[no-untyped-def]
+        if req.context.get("deleted_message"):
+            return await next()
+        return await super().async_process(req=req, resp=resp, next=next)
+
+
+def register(app: AsyncApp, runner: TurnRunner) -> None:
+    assistant = _Assistant()
+
+    @assistant.thread_started
+    async def suggest(set_suggested_prompts: AsyncSetSuggestedPrompts) -> None:
+        await set_suggested_prompts(prompts=PROMPTS, title="Try one of these:")
+
+    @assistant.user_message
+    async def answer_in_pane(context: AsyncBoltContext) -> None:
+        runner.answer(dataclasses.replace(context["question"], pane=True))
+
+    app.assistant(assistant)

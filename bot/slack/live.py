@@ -1,0 +1,105 @@
+"""LiveStatus: what a turn shows while it runs.
+
+The steps under way ("Looking up TASK-123 in Jira…") and, with STREAM_ANSWERS, the answer
+as the model writes it, in one message of the thread that is posted at the first step and
+then edited; in the assistant pane the steps go to the pane's status line instead. Slack
+allows about one edit a second, so at most one goes out per ``interval``: newer text
+replaces what waits. At the end the message is handed over (a streamed answer becomes the
+answer) or deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+
+from bot.messages import ToolCall
+from bot.slack.events import Thread
+from bot.slack.format import format_answer
+from bot.slack.replies import Replies
+
+#: at most one edit of the live message (or status) a second
+UPDATE_INTERVAL_S = 1.0
+
+
+class LiveStatus:
+    def __init__(
+        self,
+        replies: Replies,
+        thread: Thread,
+        describe: Callable[[ToolCall], str],
+        *,
+        pane: bool = False,
+        interval: float = UPDATE_INTERVAL_S,
+    ) -> None:
+        self.replies = replies
+        self.thread = thread
+        self.describe = describe
+        self.pane = pane
+        self.interval = interval
+        #: the live message, once posted
+        self.ts: str | None = None
+        self._streamed = ""
+        self._wanted: tuple[str, bool] | None = None  # (text, for the status line)
+        self._shown: tuple[str, bool] | None = None
+        self._last = float("-inf")
+        self._pending: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    async def steps(self, calls: Sequence[ToolCall]) -> None:
+        """A ProgressSink: the round's calls are about to run."""
+        self._streamed = ""  # text the model wrote before calling tools is not the answer
+        steps = "\n".join(f"{self.describe(call)}…" for call in calls)
+        self._want(steps if self.pane else f"_{steps}_", status=self.pane)
+
+    async def text(self, piece: str) -> None:
+        """A TextSink: the answer so far, as it will look (mrkdwn)."""
+        self._streamed += piece
+        shown = format_answer(self._streamed)
+        if shown:
+            self._want(shown[0], status=False)
+
+    async def close(self, *, keep: bool) -> str | None:
+        """The turn is over: nothing more goes out. With ``keep`` the live message is
+        returned for the answer to take over (if it holds streamed text); else it is deleted."""
+        self._closed = True
+        if self._pending is not None:
+            if not self._lock.locked():  # waiting: cancelled; sending: let it finish
+                self._pending.cancel()
+            await asyncio.gather(self._pending, return_exceptions=True)
+        async with self._lock:
+            if self.pane:
+                await self.replies.status(self.thread, "")
+            if self.ts is not None and keep and self._streamed:
+                return self.ts
+            if self.ts is not None:
+                await self.replies.delete(self.thread.channel, self.ts)
+            return None
+
+    def _want(self, text: str, *, status: bool) -> None:
+        self._wanted = (text, status)
+        if self._closed:
+            return
+        if self._pending is None or self._pending.done():
+            wait = self._last + self.interval - time.monotonic()
+            self._pending = asyncio.create_task(self._flush(max(wait, 0.0)))
+
+    async def _flush(self, wait: float) -> None:
+        await asyncio.sleep(wait)
+        async with self._lock:
+            wanted, self._wanted = self._wanted, None
+            if wanted is None or wanted == self._shown:
+                return
+            self._shown, self._last = wanted, time.monotonic()
+            text, status = wanted
+            if status:
+                await self.replies.status(self.thread, text)
+            elif self.ts is None:
+                self.ts = await self.replies.post(self.thread, text)
+            else:
+                await self.replies.update(self.thread.channel, self.ts, text)
+        # what came in meanwhile goes out one interval later
+        if self._wanted is not None and not self._closed:
+            self._pending = asyncio.create_task(self._flush(self.interval))

@@ -1,0 +1,115 @@
+"""Writing tools wait for the requester in Slack: a card with Create and Cancel, pressed over
+real HTTP (signed block_actions), run once, refused to strangers, expired on time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+
+from tests.fakes.jira_server import FakeJira
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.slack_server import FakeSlack
+from tests.scenarios.slack.agent_helpers import (
+    TICKET,
+    answers,
+    card_of,
+    has_card,
+    jira_settings,
+    press,
+    script_ticket_flow,
+)
+from tests.scenarios.slack.conftest import Clock, RunningBot, mention
+
+ASK = "find Ana and open a ticket for her"
+
+
+async def ask_for_ticket(
+    start_bot: Callable[..., RunningBot],
+    fake_slack: FakeSlack,
+    fake_openai: FakeOpenAI,
+    fake_jira: FakeJira,
+    clock: Clock,
+    **settings: object,
+) -> tuple[RunningBot, dict]:  # type: ignore[type-arg]
+    bot = start_bot(**jira_settings(fake_jira, **settings))
+    script_ticket_flow(fake_openai)
+    assert (await bot.send(mention("C1", clock.ts(), ASK))).status_code == 200
+    await fake_slack.wait_for(has_card("C1"))
+    card = card_of(fake_slack, "C1")
+    assert card is not None
+    return bot, card
+
+
+async def test_the_card_shows_the_write_and_create_runs_it_once(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, fake_jira: FakeJira, clock: Clock
+) -> None:
+    bot, card = await ask_for_ticket(start_bot, fake_slack, fake_openai, fake_jira, clock)
+
+    shown = json.dumps(card["blocks"])
+    for expected in ("TASK", "Task", TICKET["summary"], TICKET["description"], "<@U1>"):
+        assert expected in shown
+    assert fake_jira.created == []
+    # the steps were shown while they ran, then cleaned up
+    live = [c for c in fake_slack.calls_to("chat.postMessage") if "contacts" in c.args["text"]]
+    assert live and "Searching contacts for 'Ana'" in live[0].args["text"]
+    assert not answers(fake_slack, "C1", "Searching contacts")
+
+    # a stranger cannot press it
+    assert await press(bot, "approve_write", card, user="U2") == 200
+    await fake_slack.wait_for(lambda s: bool(s.ephemeral_messages))
+    (told,) = fake_slack.ephemeral_messages
+    assert told["user"] == "U2" and "Only the person who asked" in told["text"]
+    assert fake_jira.created == []
+
+    # pressed twice at once (or retried): one ticket
+    await asyncio.gather(*(press(bot, "approve_write", card) for _ in range(2)))
+    await fake_slack.wait_for(lambda s: bool(answers(s, "C1", "Done:")))
+    await bot.idle()
+    assert fake_jira.created == ["TASK-1"]
+    (answer,) = answers(fake_slack, "C1", "Done:")
+    assert f"<{fake_jira.url}/browse/TASK-1|TASK-1>" in answer["text"]
+    assert answer["thread_ts"] == card["thread_ts"]
+    settled = next(m for m in fake_slack.messages("C1") if m["ts"] == card["ts"])
+    assert "Approved by <@U1>" in json.dumps(settled["blocks"])
+    assert not any(b["type"] == "actions" for b in settled["blocks"])
+
+    # a late press does nothing more
+    await press(bot, "approve_write", card)
+    await fake_slack.wait_for(lambda s: len(s.ephemeral_messages) == 2)
+    assert "already been answered" in fake_slack.ephemeral_messages[-1]["text"]
+    assert fake_jira.created == ["TASK-1"]
+
+
+async def test_cancel_tells_the_model_and_an_admin_may_press(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, fake_jira: FakeJira, clock: Clock
+) -> None:
+    bot, card = await ask_for_ticket(
+        start_bot, fake_slack, fake_openai, fake_jira, clock, ADMIN_SLACK_USERS="UADMIN"
+    )
+
+    await press(bot, "decline_write", card, user="UADMIN")
+
+    await fake_slack.wait_for(lambda s: bool(answers(s, "C1", "I did not open a ticket")))
+    assert fake_jira.created == []
+    assert "cancelled this action" in json.dumps(fake_openai.requests[-1].body)
+    settled = next(m for m in fake_slack.messages("C1") if m["ts"] == card["ts"])
+    assert "Cancelled by <@UADMIN>" in json.dumps(settled["blocks"])
+
+
+async def test_an_unanswered_request_expires_and_a_late_press_does_nothing(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, fake_jira: FakeJira, clock: Clock
+) -> None:
+    bot, card = await ask_for_ticket(
+        start_bot, fake_slack, fake_openai, fake_jira, clock, APPROVAL_TIMEOUT_S=0.5
+    )
+
+    def expired(slack: FakeSlack) -> bool:
+        message = next(m for m in slack.messages("C1") if m["ts"] == card["ts"])
+        return "expired" in json.dumps(message["blocks"])
+
+    await fake_slack.wait_for(expired, timeout=5)
+    await press(bot, "approve_write", card)
+    await fake_slack.wait_for(lambda s: bool(s.ephemeral_messages))
+    assert "expired" in fake_slack.ephemeral_messages[0]["text"]
+    assert fake_jira.created == []

@@ -1,0 +1,110 @@
+"""While a turn runs: its steps live at Slack's pace, the answer streamed (STREAM_ANSWERS),
+the assistant pane's prompts, title and status, and Continue after the round cap."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+
+from bot.slack.format import format_answer
+from tests.fakes.openai_server import FakeOpenAI, ToolUse
+from tests.fakes.slack_server import FakeSlack, event_payload, signed_headers
+from tests.scenarios.slack.agent_helpers import CallTimes, answers, press
+from tests.scenarios.slack.conftest import SECRET, Clock, dm, mention, turn_finished
+
+LONG = "**Ana** works at [Acme](https://acme.example). " * 40 + "\n\n- one\n- two"
+
+
+async def test_steps_are_shown_at_most_once_a_second_and_cleaned_up(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot()
+    fake_openai.latency = 0.6
+    names = ["Ana", "Bo", "Cy", "Di"]
+    fake_openai.script(*(ToolUse("crm_find_contacts", {"query": n}) for n in names), "Found them.")
+    times = CallTimes()
+    ts = clock.ts()
+
+    await bot.send(mention("C1", ts, "find them all"))
+    while not turn_finished("C1", ts)(fake_slack):
+        times.poll(fake_slack)
+        await asyncio.sleep(0.005)
+
+    edits = times.of("chat.postMessage") + times.of("chat.update")
+    live = sorted(t for t, c in edits if "Searching" in c.args["text"])
+    assert len(live) >= 3
+    assert all(b - a >= 0.95 for a, b in itertools.pairwise(live))
+    (update, *_) = fake_slack.calls_to("chat.update")
+    assert "Searching contacts for" in update.args["text"]
+    # only the question's answer is left in the thread
+    assert [m["text"] for m in fake_slack.messages("C1")] == ["Found them."]
+
+
+async def test_a_streamed_answer_ends_as_the_same_mrkdwn(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    fake_openai.script(ToolUse("get_current_time", {}), LONG)
+    ts = clock.ts()
+
+    await bot.send(mention("C1", ts, "tell me about Ana"))
+    await fake_slack.wait_for(turn_finished("C1", ts))
+
+    assert [m["text"] for m in fake_slack.messages("C1")] == format_answer(LONG)
+    assert fake_openai.requests[-1].body.get("stream") is True
+    assert fake_slack.calls_to("chat.update")  # it grew in place
+
+
+async def test_continue_after_the_round_cap_goes_on_once(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(MAX_TOOL_ROUNDS=1)
+    fake_openai.script(ToolUse("get_current_time", {}), "So far: I checked the time.", "All done.")
+    ts = clock.ts()
+    await bot.send(mention("C1", ts, "dig deep"))
+    await fake_slack.wait_for(turn_finished("C1", ts))
+    (offer,) = answers(fake_slack, "C1", "Shall I keep going?")
+
+    await press(bot, "continue_turn", offer, user="U2")
+    await fake_slack.wait_for(lambda s: bool(s.ephemeral_messages))
+    await asyncio.gather(press(bot, "continue_turn", offer), press(bot, "continue_turn", offer))
+
+    await fake_slack.wait_for(lambda s: bool(answers(s, "C1", "All done.")))
+    await bot.idle()
+    assert len(answers(fake_slack, "C1", "All done.")) == 1
+    assert len(fake_openai.requests) == 3
+    assert answers(fake_slack, "C1", "Continued by <@U1>")
+
+
+async def test_the_assistant_pane_suggests_titles_and_shows_status(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot()
+    started = {
+        "type": "assistant_thread_started",
+        "assistant_thread": {"user_id": "U1", "channel_id": "D1", "thread_ts": "1.000100"},
+        "event_ts": clock.ts(),
+    }
+    body = event_payload(started)
+    await bot.post(body, signed_headers(body, SECRET))
+    await fake_slack.wait_for(lambda s: ("D1", "1.000100") in s.suggested_prompts)
+    prompts = fake_slack.suggested_prompts[("D1", "1.000100")]
+    assert "Find Ana and open a ticket for her" in [p["message"] for p in prompts]
+
+    fake_openai.script(ToolUse("jira_get_issue", {"issue_key": "TASK-123"}), "It is open.")
+    statuses: list[str] = []
+    ts = clock.ts()
+    await bot.send(dm("D1", ts, "What is the status of TASK-123?", thread_ts="1.000100"))
+    while not turn_finished("D1", ts)(fake_slack):
+        with contextlib.suppress(KeyError):
+            status = fake_slack.assistant_status[("D1", "1.000100")]
+            if not statuses or statuses[-1] != status:
+                statuses.append(status)
+        await asyncio.sleep(0.005)
+
+    assert fake_slack.thread_titles[("D1", "1.000100")] == "What is the status of TASK-123?"
+    assert any("TASK-123" in s or "jira_get_issue" in s for s in statuses)
+    assert fake_slack.assistant_status[("D1", "1.000100")] == ""
+    (answer,) = answers(fake_slack, "D1", "It is open.")
+    assert answer["thread_ts"] == "1.000100"
