@@ -31,5 +31,5 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     # request bodies and URLs belong to DEBUG only (Bolt logs refused bodies at INFO)
-    for noisy in ("httpx", "openai", "slack_bolt", "slack_sdk", "urllib3", "aiosqlite"):
+    for noisy in ("httpx", "httpx2", "openai", "slack_bolt", "slack_sdk", "urllib3", "aiosqlite"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
