@@ -40,7 +40,6 @@ import re
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 from starlette.applications import Starlette
@@ -48,7 +47,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from tests.fakes.serve import ServedApp, serve_in_thread
+from tests.fakes.serve import ServedApp, StopsOnExit, serve_in_thread
 
 __all__ = ["FakeJira", "RecordedRequest"]
 
@@ -115,7 +114,7 @@ class JqlError(ValueError):
     """The query is outside the subset (or wrong); answered with 400."""
 
 
-class FakeJira:
+class FakeJira(StopsOnExit):
     """A strict fake Jira REST server on 127.0.0.1; starts serving on construction."""
 
     def __init__(
@@ -261,17 +260,6 @@ class FakeJira:
     def stop(self) -> None:
         self._stopping.set()
         self._served.stop()
-
-    def __enter__(self) -> FakeJira:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"FakeJira({self.url!r}, {self.deployment}, issues={len(self.issues)})"

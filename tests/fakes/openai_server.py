@@ -35,7 +35,6 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Literal
 
 from starlette.applications import Starlette
@@ -44,7 +43,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response as HttpResponse
 from starlette.routing import Route
 
-from tests.fakes.serve import ServedApp, serve_in_thread
+from tests.fakes.serve import ServedApp, StopsOnExit, serve_in_thread
 
 __all__ = ["Fail", "FakeOpenAI", "Hang", "Reply", "Request", "ToolUse"]
 
@@ -1135,7 +1134,7 @@ def _mask_key(key: str) -> str:
     return key[:3] + "*" * (len(key) - 7) + key[-4:]
 
 
-class FakeOpenAI:
+class FakeOpenAI(StopsOnExit):
     """A strict fake OpenAI server on 127.0.0.1; starts serving on construction."""
 
     def __init__(self, api_key: str = "test-key", host: str = "127.0.0.1"):
@@ -1187,17 +1186,6 @@ class FakeOpenAI:
     def stop(self) -> None:
         self._stopping.set()
         self._served.stop()
-
-    def __enter__(self) -> FakeOpenAI:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"FakeOpenAI({self.base_url!r}, pending={self.pending})"

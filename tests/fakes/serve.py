@@ -16,11 +16,29 @@ import socket
 import threading
 import time
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 
-__all__ = ["ServedApp", "serve_in_thread"]
+__all__ = ["ServedApp", "StopsOnExit", "serve_in_thread"]
+
+
+class StopsOnExit:
+    """A context manager whose exit calls ``self.stop()`` (every fake server is one)."""
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
 
 
 class _ThreadServer(uvicorn.Server):
@@ -48,7 +66,7 @@ class _ThreadServer(uvicorn.Server):
                 loop.call_soon_threadsafe(wake.set)
 
 
-class ServedApp:
+class ServedApp(StopsOnExit):
     """A running server. `.url` is "http://HOST:PORT" (no trailing slash)."""
 
     def __init__(self, server: _ThreadServer, thread: threading.Thread, host: str, port: int):
@@ -72,17 +90,6 @@ class ServedApp:
             # Stop waiting for in-flight requests; asyncio.run then cancels what is left.
             self._server.force_exit = True
             self._thread.join(timeout)
-
-    def __enter__(self) -> ServedApp:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"ServedApp({self.url!r}, running={self.running})"

@@ -33,7 +33,6 @@ import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlencode
 
@@ -44,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from tests.fakes.serve import ServedApp, serve_in_thread
+from tests.fakes.serve import ServedApp, StopsOnExit, serve_in_thread
 
 __all__ = [
     "Call",
@@ -110,7 +109,7 @@ class _SlackError(Exception):
 _Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class FakeSlack:
+class FakeSlack(StopsOnExit):
     """The fake Slack Web API, serving on 127.0.0.1 from the moment it is created."""
 
     def __init__(
@@ -175,17 +174,6 @@ class FakeSlack:
 
     def stop(self) -> None:
         self._served.stop()
-
-    def __enter__(self) -> FakeSlack:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"FakeSlack({self.api_url!r}, calls={len(self._calls)})"
