@@ -32,7 +32,7 @@ import time
 import uuid
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
@@ -76,6 +76,8 @@ class Call:
     token: str | None
     status: int
     response: dict[str, Any]
+    #: when it was answered (time.monotonic)
+    at: float = field(default_factory=time.monotonic)
 
     @property
     def ok(self) -> bool:
