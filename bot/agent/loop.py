@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 
 #: told what the turn is doing: the calls about to run (progress signs in Slack)
 ProgressSink = Callable[[Sequence[ToolCall]], Awaitable[None]]
+#: told after each round whose calls ran: the turn's new messages so far (to store early)
+RoundSink = Callable[[Sequence[Message]], Awaitable[None]]
 
 EMPTY_ANSWER = "I could not come up with an answer. Please rephrase the question."
 CUT_OFF_NOTE = "\n\n_(This answer was cut off: it was longer than the model may write.)_"
@@ -86,10 +88,11 @@ class Loop:
         approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
+        on_round: RoundSink | None = None,
     ) -> TurnResult:
         """Run one turn. Never raises ModelError: a failing model is the result's error."""
         result = TurnResult(outcome="running")
-        rounds = self._rounds([*history, user], result, approver, on_progress, on_text)
+        rounds = self._rounds([*history, user], result, approver, on_progress, on_text, on_round)
         return await self._bounded(rounds, result)
 
     async def resume(
@@ -102,6 +105,7 @@ class Loop:
         approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
+        on_round: RoundSink | None = None,
     ) -> TurnResult:
         """Continue a stopped turn: run or decline the pending calls as decided (a turn
         paused for approval), then go on as ``run`` would. ``prior`` carries the rounds,
@@ -117,8 +121,10 @@ class Loop:
 
         async def continued() -> None:
             if pending is not None:
-                await self._run_calls(_counted(pending), history, result, decisions, on_progress)
-            await self._rounds(history, result, approver, on_progress, on_text)
+                await self._run_calls(
+                    _counted(pending), history, result, decisions, on_progress, on_round
+                )
+            await self._rounds(history, result, approver, on_progress, on_text, on_round)
 
         return await self._bounded(continued(), result)
 
@@ -142,6 +148,7 @@ class Loop:
         approver: Approver | None,
         on_progress: ProgressSink | None,
         on_text: TextSink | None,
+        on_round: RoundSink | None = None,
     ) -> None:
         specs = self.registry.specs()
         while True:
@@ -162,7 +169,7 @@ class Loop:
                 result.outcome, result.pending = "awaiting_approval", assistant
                 result.conversation = list(conversation)
                 return
-            await self._run_calls(assistant, conversation, result, decisions, on_progress)
+            await self._run_calls(assistant, conversation, result, decisions, on_progress, on_round)
 
     async def _decide(
         self, calls: Sequence[ToolCall], approver: Approver | None
@@ -186,6 +193,7 @@ class Loop:
         result: TurnResult,
         decisions: dict[str, Decision],
         on_progress: ProgressSink | None,
+        on_round: RoundSink | None = None,
     ) -> None:
         """Run one round's calls (in parallel; results in call order) and record them."""
         calls = assistant.tool_calls
@@ -205,6 +213,8 @@ class Loop:
         result.messages.extend(new)
         result.rounds += 1
         result.tools_called.extend(call.name for call in calls)
+        if on_round is not None:
+            await on_round(result.messages)
 
     def _finish(
         self, reply: ModelReply, conversation: list[Message], result: TurnResult, capped: bool

@@ -4,8 +4,11 @@ that paused for a person's approval)."""
 
 from __future__ import annotations
 
+import functools
 import logging
+import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -18,6 +21,7 @@ from bot.errors import StoreError
 from bot.llm.base import TextSink
 from bot.messages import Message, ToolCall, TurnRecord, Usage, iso, parse_iso, utcnow
 from bot.store.history import HistoryStore
+from bot.tools.base import ToolRegistry
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +49,17 @@ class Reply:
     outcome: str
     turn_id: int | None = None
     pending: tuple[ToolCall, ...] = ()
+
+
+#: C0 control characters except tab and newline: PostgreSQL text cannot hold NUL, and the
+#: others only garble terminals, logs and the admin page
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
+
+
+def clean_text(text: str) -> str:
+    """Incoming text as it is stored and sent to the model: CRLF becomes LF, and the other
+    C0 control characters but tab and newline are dropped."""
+    return _CONTROL.sub("", text.replace("\r\n", "\n"))
 
 
 STORE_FAILED = "I could not reach my database, so I did not answer. Please try again shortly."
@@ -125,7 +140,9 @@ class Conversations:
     ) -> Reply:
         started = time.perf_counter()
         channel = incoming.channel_id
-        user = Message.user(incoming.text, user_id=incoming.user_id, slack_ts=incoming.slack_ts)
+        user = Message.user(
+            clean_text(incoming.text), user_id=incoming.user_id, slack_ts=incoming.slack_ts
+        )
         user = user.with_(tokens=count_message(user))
         record = TurnRecord(
             channel_id=channel,
@@ -137,18 +154,21 @@ class Conversations:
         begun = await self.store.begin_turn(record, user, self.token_budget)
         record.id, user = begun.turn_id, begun.user
         history = select_window(begun.recent, self.token_budget)
-        run = self.loop.run
-        result = await run(
-            history, user, approver=approver, on_progress=on_progress, on_text=on_text
+        kept = _KeepWrites(self.store, self.loop.registry, channel, record.id)
+        run = functools.partial(
+            self.loop.run,
+            approver=approver,
+            on_progress=on_progress,
+            on_text=on_text,
+            on_round=kept,
         )
+        result = await run(history, user)
         if result.error and result.error.kind == "context_length" and not result.messages:
             # the estimate was too generous for this model: once more with a quarter of it
             log.warning("context length exceeded in %s; retrying with less history", channel)
             history = select_window(begun.recent, self.token_budget // 4)
-            result = await run(
-                history, user, approver=approver, on_progress=on_progress, on_text=on_text
-            )
-        return await self._store(record, result, started)
+            result = await run(history, user)
+        return await self._store(record, result, started, kept=kept.count)
 
     async def _resume(
         self,
@@ -169,6 +189,8 @@ class Conversations:
             # past the round cap, a continued turn gets a fresh allowance of rounds
             round_base=0 if paused else record.rounds,
         )
+        assert record.id is not None
+        kept = _KeepWrites(self.store, self.loop.registry, record.channel_id, record.id)
         result = await self.loop.resume(
             [Message.from_dict(m) for m in state["conversation"]],
             Message.from_dict(state["pending"]) if paused else None,
@@ -177,12 +199,19 @@ class Conversations:
             approver=approver,
             on_progress=on_progress,
             on_text=on_text,
+            on_round=kept,
         )
-        return await self._store(record, result, started, (record.latency_ms or 0))
+        return await self._store(record, result, started, record.latency_ms or 0, kept.count)
 
     async def _store(
-        self, record: TurnRecord, result: TurnResult, started: float, earlier_ms: int = 0
+        self,
+        record: TurnRecord,
+        result: TurnResult,
+        started: float,
+        earlier_ms: int = 0,
+        kept: int = 0,
     ) -> Reply:
+        """Store the turn's outcome and its messages (but the first ``kept``, stored already)."""
         turn_id = record.id
         assert turn_id is not None
         record.rounds = result.rounds
@@ -201,7 +230,7 @@ class Conversations:
             }
         elif result.outcome == "max_rounds":
             state = {"conversation": [m.to_dict() for m in result.conversation]}
-        await self.store.finish_turn(turn_id, record, result.messages, state=state)
+        await self.store.finish_turn(turn_id, record, result.messages[kept:], state=state)
         log.info(
             "turn %s in %s: %s, %d rounds, %d+%d tokens, %d ms",
             turn_id,
@@ -226,6 +255,30 @@ class Conversations:
         if paused_at is None:
             return False
         return utcnow() - parse_iso(paused_at) > self.approval_timeout
+
+
+class _KeepWrites:
+    """A RoundSink: a round that ran a writing tool is stored as soon as it is done (with
+    any rounds before it), not with the rest of the turn. A crash later in the turn then
+    cannot make the bot forget (and so repeat) what it changed outside, e.g. a new Jira
+    issue. Rounds that only read wait for the end of the turn: one transaction fewer."""
+
+    def __init__(
+        self, store: HistoryStore, registry: ToolRegistry, channel_id: str, turn_id: int | None
+    ) -> None:
+        self.store = store
+        self.registry = registry
+        self.channel_id = channel_id
+        self.turn_id = turn_id
+        #: how many of the turn's new messages are stored
+        self.count = 0
+
+    async def __call__(self, messages: Sequence[Message]) -> None:
+        waiting = list(messages[self.count :])
+        if any(self.registry.writes(c.name) for m in waiting for c in m.tool_calls):
+            assert self.turn_id is not None
+            await self.store.append(self.channel_id, self.turn_id, waiting)
+            self.count += len(waiting)
 
 
 APPROVAL_EXPIRED = "This approval request has expired, so nothing was done. Please ask again."

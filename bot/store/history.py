@@ -166,11 +166,17 @@ class HistoryStore:
                 log.warning("could not renew channel ticket %s; retrying", ticket)
 
     async def _drop_ticket(self, ticket: int) -> None:
-        try:
-            async with self.sessions.begin() as session:
-                await session.execute(delete(ChannelTicket).where(ChannelTicket.id == ticket))
-        except (OperationalError, DBAPIError):
-            log.warning("could not drop channel ticket %s; it expires by itself", ticket)
+        # a connection lost mid-statement (a PostgreSQL restart) must not leave the channel
+        # blocked until the ticket expires: the pool pre-pings, so a retry gets a live one
+        for pause in (0.0, 0.2, 1.0):
+            await asyncio.sleep(pause)
+            try:
+                async with self.sessions.begin() as session:
+                    await session.execute(delete(ChannelTicket).where(ChannelTicket.id == ticket))
+                return
+            except (OperationalError, DBAPIError):
+                log.warning("could not drop channel ticket %s; trying again", ticket)
+        log.warning("could not drop channel ticket %s; it expires by itself", ticket)
 
     # -- turns ------------------------------------------------------------------------
 
@@ -239,6 +245,14 @@ class HistoryStore:
             )
             return stored
 
+    async def append(
+        self, channel_id: str, turn_id: int, messages: Sequence[Message]
+    ) -> list[Message]:
+        """Store messages of a turn still running (a round that must outlive a crash), in
+        one transaction. Call under the channel lock."""
+        async with self.sessions.begin() as session:
+            return await self._append(session, channel_id, turn_id, messages)
+
     async def claim_turn(self, turn_id: int, outcome: str) -> bool:
         """Move a stopped turn from ``outcome`` back to ``running``; False when it is not
         in that state any more (resumed by another press or process, expired, unknown)."""
@@ -304,7 +318,7 @@ class HistoryStore:
                 "position": position + offset,
                 "turn_id": turn_id,
                 "role": message.role,
-                "content": message.content,
+                "content": _storable(message.content),
                 "tool_calls": [c.to_dict() for c in message.tool_calls] or None,
                 "tool_call_id": message.tool_call_id,
                 "tool_name": message.name,
@@ -511,6 +525,12 @@ class HistoryStore:
             return True
         except (OperationalError, DBAPIError, OSError):
             return False
+
+
+def _storable(text: str | None) -> str | None:
+    """PostgreSQL text cannot hold NUL (a model's answer or a tool's text may have one): it
+    is dropped, on every backend alike."""
+    return text.replace("\x00", "") if text and "\x00" in text else text
 
 
 def _message(row: Any) -> Message:
