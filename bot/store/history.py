@@ -184,7 +184,7 @@ class HistoryStore:
         self, record: TurnRecord, user_message: Message, history_budget: int = 0
     ) -> BegunTurn:
         """Store the user's message and a running turn, after reading the channel's recent
-        history as ``recent_messages(history_budget)`` would (one transaction: this runs
+        history within ``history_budget`` (see ``_recent``; one transaction: this runs
         every turn). Call under the channel lock: any turn of the channel still marked
         running was cut short by a crash, and is marked interrupted here."""
         async with self.sessions.begin() as session:
@@ -337,18 +337,13 @@ class HistoryStore:
 
     # -- reading ----------------------------------------------------------------------
 
-    async def recent_messages(self, channel_id: str, token_budget: int) -> list[Message]:
-        """The newest messages whose stored token counts just exceed ``token_budget``
-        (so the caller can cut at a whole turn), oldest first. Reads pages from the newest
-        end: the cost follows the budget, not the channel's length."""
-        async with self.sessions() as session:
-            recent, _ = await self._recent(session, channel_id, token_budget)
-            return recent
-
     async def _recent(
         self, session: AsyncSession, channel_id: str, token_budget: int
     ) -> tuple[list[Message], int | None]:
-        """``recent_messages`` and the channel's newest position (None: no messages)."""
+        """The newest messages whose stored token counts just exceed ``token_budget`` (so
+        the caller can cut at a whole turn), oldest first, and the channel's newest position
+        (None: no messages). Reads pages from the newest end: the cost follows the budget,
+        not the channel's length."""
         # plain rows of the columns a request needs (no dates to parse), not ORM objects:
         # this runs every turn and reads the whole budget
         table = MessageRow.__table__
