@@ -65,6 +65,15 @@ def has_card(channel: str) -> Callable[[FakeSlack], bool]:
     return lambda slack: card_of(slack, channel) is not None
 
 
+def posted_card(slack: FakeSlack, channel: str) -> dict[str, Any] | None:
+    """The first card as it was posted, even if it has since been settled or expired."""
+    for call in slack.calls_to("chat.postMessage"):
+        buttons = any(b["type"] == "actions" for b in call.args.get("blocks") or [])
+        if call.ok and call.args["channel"] == channel and buttons:
+            return {**call.args, "ts": call.response["ts"]}
+    return None
+
+
 async def press(
     bot: RunningBot | Any,
     action: str,

@@ -13,9 +13,8 @@ from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.agent_helpers import (
     TICKET,
     answers,
-    card_of,
-    has_card,
     jira_settings,
+    posted_card,
     press,
     script_ticket_flow,
 )
@@ -35,8 +34,9 @@ async def ask_for_ticket(
     bot = start_bot(**jira_settings(fake_jira, **settings))
     script_ticket_flow(fake_openai)
     assert (await bot.send(mention("C1", clock.ts(), ASK))).status_code == 200
-    await fake_slack.wait_for(has_card("C1"))
-    card = card_of(fake_slack, "C1")
+    # as posted: a short APPROVAL_TIMEOUT_S may expire it before a slow machine looks
+    await fake_slack.wait_for(lambda s: posted_card(s, "C1") is not None)
+    card = posted_card(fake_slack, "C1")
     assert card is not None
     return bot, card
 
