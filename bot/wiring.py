@@ -52,6 +52,8 @@ def build_model(settings: Settings) -> ChatModel:
         base_url=settings.OPENAI_BASE_URL,
         timeout=settings.MODEL_TIMEOUT_S,
         max_retries=2,
+        # aiohttp, as slack_sdk uses: httpx's pool costs far more CPU with many turns at once
+        http_client=openai.DefaultAioHttpClient(timeout=settings.MODEL_TIMEOUT_S),
     )
     if settings.LLM_API == "responses":
         return ResponsesModel(client, settings.OPENAI_MODEL)

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
 
 from bot.llm.base import TextSink, model_error
 from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage
@@ -24,7 +23,9 @@ class ChatCompletionsModel:
     # Requests go through ``client.post`` rather than ``chat.completions.create``: the
     # latter walks every message through its TypedDict transform, several milliseconds of
     # CPU per request for a full history window, and our payload is already plain JSON.
-    # Retries, time-outs and error types are the client's own either way.
+    # The reply is read as plain JSON too (``cast_to=object``): building the typed models
+    # costs more CPU than the rest of the request. Retries, time-outs and error types are
+    # the client's own either way.
 
     async def complete(
         self,
@@ -39,22 +40,22 @@ class ChatCompletionsModel:
         try:
             if on_text is not None:
                 return await self._stream(request, on_text)
-            response = await self.client.post(
-                "/chat/completions", body=request, cast_to=ChatCompletion
-            )
+            response = await self.client.post("/chat/completions", body=request, cast_to=object)
         except openai.OpenAIError as exc:
             raise model_error(exc) from exc
-        choice = response.choices[0]
+        choice = response["choices"][0]
+        message = choice["message"]
         calls = tuple(
-            ToolCall(c.id, c.function.name, c.function.arguments or "")
-            for c in choice.message.tool_calls or ()
-            if c.type == "function"
+            ToolCall(c["id"], c["function"]["name"], c["function"].get("arguments") or "")
+            for c in message.get("tool_calls") or ()
+            if c.get("type") == "function"
         )
+        usage = response.get("usage") or {}
         return ModelReply(
-            content=choice.message.content,
+            content=message.get("content"),
             tool_calls=calls,
-            usage=_usage(response.usage),
-            finish=choice.finish_reason or "stop",
+            usage=Usage(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0),
+            finish=choice.get("finish_reason") or "stop",
         )
 
     async def _stream(self, request: dict[str, Any], on_text: TextSink) -> ModelReply:
@@ -67,7 +68,7 @@ class ChatCompletionsModel:
         )
         async for chunk in stream:
             if chunk.usage:
-                usage = _usage(chunk.usage)
+                usage = Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
             if not chunk.choices:
                 continue
             choice = chunk.choices[0]
@@ -133,9 +134,3 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
             "parameters": spec.parameters,
         },
     }
-
-
-def _usage(usage: Any) -> Usage:
-    if usage is None:
-        return Usage()
-    return Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0)

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import openai
-from openai.types.responses import Response
 
 from bot.llm.base import TextSink, model_error
 from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage
@@ -44,37 +43,41 @@ class ResponsesModel:
             if on_text is not None:
                 response = await self._stream(request, on_text)
             else:
-                # plain JSON through client.post: see ChatCompletionsModel for why
-                response = await self.client.post("/responses", body=request, cast_to=Response)
+                # plain JSON both ways through client.post: see ChatCompletionsModel for why
+                response = await self.client.post("/responses", body=request, cast_to=object)
         except openai.OpenAIError as exc:
             raise model_error(exc) from exc
         return _reply(response)
 
-    async def _stream(self, request: dict[str, Any], on_text: TextSink) -> Any:
+    async def _stream(self, request: dict[str, Any], on_text: TextSink) -> dict[str, Any]:
         async with self.client.responses.stream(**request) as stream:
             async for event in stream:
                 if event.type == "response.output_text.delta" and event.delta:
                     await on_text(event.delta)
-            return await stream.get_final_response()
+            final = await stream.get_final_response()
+        return final.model_dump(mode="json")
 
 
-def _reply(response: Any) -> ModelReply:
+def _reply(response: dict[str, Any]) -> ModelReply:
+    """A ModelReply from a Responses API response, as JSON."""
     text: list[str] = []
     calls: list[ToolCall] = []
-    for item in response.output or ():
-        if item.type == "message":
-            text.extend(part.text for part in item.content if part.type == "output_text")
-        elif item.type == "function_call":
-            calls.append(ToolCall(item.call_id, item.name, item.arguments or ""))
+    for item in response.get("output") or ():
+        if item.get("type") == "message":
+            text.extend(
+                part["text"] for part in item.get("content") or () if part["type"] == "output_text"
+            )
+        elif item.get("type") == "function_call":
+            calls.append(ToolCall(item["call_id"], item["name"], item.get("arguments") or ""))
     finish = "tool_calls" if calls else "stop"
-    if response.status == "incomplete":
-        reason = getattr(response.incomplete_details, "reason", None)
+    if response.get("status") == "incomplete":
+        reason = (response.get("incomplete_details") or {}).get("reason")
         finish = "content_filter" if reason == "content_filter" else "length"
-    usage = response.usage
+    usage = response.get("usage") or {}
     return ModelReply(
         content="".join(text) or None,
         tool_calls=tuple(calls),
-        usage=Usage(usage.input_tokens, usage.output_tokens) if usage else Usage(),
+        usage=Usage(usage.get("input_tokens") or 0, usage.get("output_tokens") or 0),
         finish=finish,
     )
 
