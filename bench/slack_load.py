@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -87,7 +88,7 @@ def mention(channel: str, ts: str) -> str:
             "type": "app_mention",
             "channel": channel,
             "user": "U1",
-            "text": "<@UBOT> what time is it?",
+            "text": f"<@UBOT> what time is it in {channel}?",
             "ts": ts,
         }
     )
@@ -129,9 +130,33 @@ class Figures:
     rss_before: float
     rss_after: float
     posts: int
+    phases: dict[str, list[float]]  # per channel: where the time went
 
 
-async def burst(args: argparse.Namespace, slack: FakeSlack, pid: int, url: str) -> Figures:
+def phases(
+    slack: FakeSlack, openai: FakeOpenAI, channels: list[str], started: float, latency: float
+) -> dict[str, list[float]]:
+    """Per channel: when its first model request came, the gap between the first reply and the
+    second request (the tool round), and between the second reply and the answer post."""
+    asked: dict[str, list[float]] = {c: [] for c in channels}
+    for request in openai.requests:
+        text = json.dumps(request.body)
+        channel = next((c for c in channels if f"in {c}?" in text), None)
+        if channel is not None:
+            asked[channel].append(request.at)
+    posted = {c.args.get("channel"): c.at for c in answer_posts(slack)}
+    found: dict[str, list[float]] = {"first request": [], "tool round": [], "answer posted": []}
+    for channel in channels:
+        first, second = sorted(asked[channel])[:2]
+        found["first request"].append(first - started)
+        found["tool round"].append(second - first - latency)
+        found["answer posted"].append(posted[channel] - second - latency)
+    return found
+
+
+async def burst(
+    args: argparse.Namespace, slack: FakeSlack, openai: FakeOpenAI, pid: int, url: str
+) -> Figures:
     channels = [f"CLOAD{i:04d}" for i in range(args.channels)]
     wanted = set(channels)
     connector = aiohttp.TCPConnector(limit=args.channels)
@@ -164,6 +189,7 @@ async def burst(args: argparse.Namespace, slack: FakeSlack, pid: int, url: str) 
             rss_before=rss_before,
             rss_after=rss_mb(pid),
             posts=len(answer_posts(slack)) - 1,
+            phases=phases(slack, openai, channels, started, args.latency),
         )
 
 
@@ -180,6 +206,11 @@ def report(args: argparse.Namespace, figures: Figures) -> bool:
     print(
         f"bot CPU           {figures.cpu:.2f} s, {figures.cpu / args.channels * 1000:.1f} ms a turn"
     )
+    for phase, seconds in figures.phases.items():
+        print(
+            f"  {phase:<16}p50 {percentile(seconds, 0.5):.2f} s, "
+            f"max {max(seconds):.2f} s (after the burst / beyond the model's latency)"
+        )
     print(
         f"bot RSS           {figures.rss_before:.1f} MB before, "
         f"{figures.rss_after:.1f} MB after ({growth:+.1f})"
@@ -242,7 +273,9 @@ def main() -> None:
         bot = start_bot(args, slack, openai, port)
         try:
             asyncio.run(healthy(f"http://{HOST}:{port}/healthz", bot))
-            figures = asyncio.run(burst(args, slack, bot.pid, f"http://{HOST}:{port}/slack/events"))
+            figures = asyncio.run(
+                burst(args, slack, openai, bot.pid, f"http://{HOST}:{port}/slack/events")
+            )
             met = report(args, figures)
         finally:
             bot.send_signal(signal.SIGTERM)

@@ -130,6 +130,8 @@ class Request:
     status: int | None = None  # what the fake answered
     error: str | None = None  # the error message it answered with, if any
     method: str = "POST"
+    #: when it arrived (time.monotonic)
+    at: float = field(default_factory=time.monotonic)
 
     @property
     def api(self) -> Literal["chat", "responses", "other"]:
