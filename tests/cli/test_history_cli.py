@@ -7,42 +7,21 @@ import asyncio
 import csv
 import io
 import json
-from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from bot.messages import Message, ToolCall, TurnRecord, utcnow
+from bot.messages import Message, ToolCall, utcnow
 from bot.store.db import create_engine
 from bot.store.history import HistoryStore
 from tests.cli.helpers import run_bot
+from tests.stored_turns import add_turn
 
 CALL = ToolCall("call_1", "jira_get_issue", '{"issue_key":"TASK-1"}')
 RESULT = '{"key":"TASK-1","summary":"登録フォーム 🚀","status":"Open"}'
 QUESTION = "what is TASK-1? 🎫 日本語"
 SCRIPT = "<script>alert(1)</script>"
-
-
-async def add_turn(
-    store: HistoryStore,
-    channel: str,
-    text: str,
-    replies: Sequence[Message] = (),
-    *,
-    outcome: str = "answered",
-    at: datetime | None = None,
-    error: str | None = None,
-) -> None:
-    ts = f"{(at or utcnow()).timestamp():.6f}"
-    record = TurnRecord(channel, user_id="U1", slack_ts=ts, started_at=at)
-    user = Message.user(text, user_id="U1", slack_ts=ts).with_(created_at=at)
-    turn_id = (await store.begin_turn(record, user)).turn_id
-    calls = [call.name for reply in replies for call in reply.tool_calls]
-    record.rounds, record.tools_called, record.outcome = len(calls), calls, outcome  # type: ignore[assignment]
-    record.input_tokens, record.output_tokens, record.latency_ms = 1200, 80, 2345
-    record.error = error
-    await store.finish_turn(turn_id, record, [reply.with_(created_at=at) for reply in replies])
 
 
 def seed(database_url: str) -> None:

@@ -10,7 +10,7 @@ import csv
 import io
 import json
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator
 from types import SimpleNamespace
 
 import httpx
@@ -18,11 +18,12 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from bot.messages import Message, ToolCall, TurnRecord
+from bot.messages import Message, ToolCall
 from bot.store.db import create_engine
 from bot.store.history import HistoryStore
 from bot.web.admin import admin_app
 from tests.fakes.serve import ServedApp, serve_in_thread
+from tests.stored_turns import add_turn
 
 TOKEN = "s3cret-admin-token"
 CALL = ToolCall("call_1", "jira_get_issue", '{"issue_key":"TASK-1"}')
@@ -30,24 +31,6 @@ FAILING_CALL = ToolCall("call_2", "jira_search_issues", '{"jql":"project = TASK"
 SCRIPT = "<script>window.__xss=1</script>"
 IMAGE = '<img src=x onerror="window.__xss=2">'
 LINK = "[click me](javascript:window.__xss=3)"
-
-
-async def add_turn(
-    store: HistoryStore,
-    channel: str,
-    text: str,
-    replies: Sequence[Message] = (),
-    *,
-    outcome: str = "answered",
-    error: str | None = None,
-) -> None:
-    record = TurnRecord(channel, user_id="U1", model="gpt-test", api_mode="chat")
-    turn_id = (await store.begin_turn(record, Message.user(text, user_id="U1"))).turn_id
-    calls = [call.name for reply in replies for call in reply.tool_calls]
-    record.rounds, record.tools_called, record.outcome = len(calls), calls, outcome  # type: ignore[assignment]
-    record.input_tokens, record.output_tokens, record.latency_ms = 1500, 120, 2345
-    record.error = error
-    await store.finish_turn(turn_id, record, replies)
 
 
 def seed_history(database_url: str) -> None:

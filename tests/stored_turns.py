@@ -1,0 +1,35 @@
+"""Stored turns for the admin tests (CLI, JSON API, browser): written through the store's
+own begin_turn/finish_turn, exactly as the agent writes them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from bot.messages import Message, TurnRecord, utcnow
+from bot.store.history import HistoryStore
+
+
+async def add_turn(
+    store: HistoryStore,
+    channel: str,
+    text: str,
+    replies: Sequence[Message] = (),
+    *,
+    outcome: str = "answered",
+    error: str | None = None,
+    at: datetime | None = None,
+) -> None:
+    """One turn by U1 in ``channel``: ``text``, then ``replies`` (tool calls counted as the
+    turn's tools, one round each); 1500 tokens in, 120 out, 2345 ms. ``at`` back-dates it."""
+    ts = f"{(at or utcnow()).timestamp():.6f}"
+    record = TurnRecord(
+        channel, user_id="U1", slack_ts=ts, started_at=at, model="gpt-test", api_mode="chat"
+    )
+    user = Message.user(text, user_id="U1", slack_ts=ts).with_(created_at=at)
+    turn_id = (await store.begin_turn(record, user)).turn_id
+    calls = [call.name for reply in replies for call in reply.tool_calls]
+    record.rounds, record.tools_called, record.outcome = len(calls), calls, outcome  # type: ignore[assignment]
+    record.input_tokens, record.output_tokens, record.latency_ms = 1500, 120, 2345
+    record.error = error
+    await store.finish_turn(turn_id, record, [reply.with_(created_at=at) for reply in replies])
