@@ -1,0 +1,64 @@
+"""A session's transcript as the admin page shows it: grouped by turn, each tool result
+placed under the call that asked for it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bot.messages import Message, ToolCall, TurnRecord
+
+#: turns the "problems" filter shows: they failed or hit the round cap
+PROBLEM_OUTCOMES = frozenset({"error", "interrupted", "truncated", "max_rounds"})
+
+
+@dataclass
+class ToolUse:
+    call: ToolCall
+    result: Message | None = None
+
+    @property
+    def failed(self) -> bool:
+        try:
+            data = json.loads(self.result.content or "") if self.result else None
+        except ValueError:
+            return False
+        return isinstance(data, dict) and "error" in data
+
+
+@dataclass
+class Entry:
+    message: Message
+    tool_uses: list[ToolUse]
+
+
+@dataclass
+class Section:
+    turn_id: int | None
+    turn: TurnRecord | None
+    entries: list[Entry] = field(default_factory=list)
+
+    @property
+    def is_problem(self) -> bool:
+        return self.turn is not None and self.turn.outcome in PROBLEM_OUTCOMES
+
+
+def transcript(messages: Sequence[Message], turns: Sequence[TurnRecord]) -> list[Section]:
+    """Messages in order, grouped by turn; each tool result is placed under its call."""
+    by_id = {turn.id: turn for turn in turns}
+    sections: list[Section] = []
+    waiting: dict[str, ToolUse] = {}
+    for message in messages:
+        use = waiting.pop(message.tool_call_id or "", None) if message.role == "tool" else None
+        if use is not None:
+            use.result = message
+            continue
+        if not sections or sections[-1].turn_id != message.turn_id:
+            sections.append(Section(message.turn_id, by_id.get(message.turn_id)))
+        uses = [ToolUse(call) for call in message.tool_calls]
+        waiting.update((use.call.id, use) for use in uses)
+        sections[-1].entries.append(Entry(message, uses))
+    shown = {section.turn_id for section in sections}
+    sections += [Section(turn.id, turn) for turn in turns if turn.id not in shown]
+    return sections
