@@ -23,16 +23,14 @@ from slack_bolt.logger.messages import warning_client_prioritized_and_token_skip
 from slack_bolt.middleware.async_middleware import AsyncMiddleware
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
-from slack_sdk.http_retry.builtin_async_handlers import (
-    AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
-)
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 from sqlalchemy.exc import SQLAlchemyError
 
 from bot.config import Settings
 from bot.slack import listeners
 from bot.slack.events import deleted_message, is_ignored, question_from
+from bot.slack.replies import NoDoublePostRetryHandler
 from bot.slack.turns import TurnRunner
 from bot.store.events import SlackEvents
 
@@ -54,13 +52,13 @@ _TOKEN_IN_CLIENT = _TokenInClient()
 
 def web_client(settings: Settings, session: aiohttp.ClientSession) -> AsyncWebClient:
     """The Web API client: SLACK_API_URL, one shared connection pool, and retries of 429s
-    (after Retry-After) and of connection errors."""
+    (after Retry-After) and of connection errors (not of a post that may have gone through)."""
     return AsyncWebClient(
         token=settings.SLACK_BOT_TOKEN,
         base_url=settings.SLACK_API_URL,
         session=session,
         retry_handlers=[
-            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+            NoDoublePostRetryHandler(max_retry_count=2),
             AsyncRateLimitErrorRetryHandler(max_retry_count=3),
         ],
     )

@@ -3,17 +3,26 @@ cards with buttons, and the live message or status a turn shows while it runs.
 
 A Slack error here is logged and ends that post, never the process: the turn is already
 stored, and other channels keep being served.
+
+Slack takes no idempotency key, so the client does not send a post again once it may have
+reached Slack (``NoDoublePostRetryHandler``). Each message carries an id of its own in its
+metadata instead: when the connection drops after the request went out, the thread is read
+back and the message is posted again only if that id is not there.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Awaitable
 from typing import Any
 
 import aiohttp
 from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.async_handler import HttpRequest, HttpResponse, RetryState
+from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.agent.service import Reply
 from bot.slack.events import Question, Thread
@@ -30,9 +39,39 @@ SOMETHING_WENT_WRONG = (
 
 Blocks = list[dict[str, Any]]
 
+#: Web API methods that post anew each time they are sent
+POSTING_METHODS = frozenset({"chat.postMessage", "chat.postEphemeral"})
+#: connection errors raised before the request went out, so it cannot have reached Slack
+NEVER_SENT = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
+#: the metadata event type of the bot's messages; its payload's ``post_id`` tells them apart
+POST_EVENT = "bot_post"
+#: a lost top-level post (a DM) is looked for among this many newest messages
+RECENT_MESSAGES = 50
+
+
+class NoDoublePostRetryHandler(AsyncConnectionErrorRetryHandler):
+    """Retries dropped connections, except for a post that may have reached Slack: sent
+    again, it would show twice (``Replies`` looks for such a message before posting again)."""
+
+    async def _can_retry_async(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
+        method = request.url.rsplit("/", 1)[-1]
+        if method in POSTING_METHODS and not isinstance(error, NEVER_SENT):
+            return False
+        return await super()._can_retry_async(
+            state=state, request=request, response=response, error=error
+        )
+
 
 class Replies:
-    """Posts to Slack for turns (``chat:write``, ``reactions:write``, ``assistant:write``)."""
+    """Posts to Slack for turns (``chat:write``, ``reactions:write``, ``assistant:write``;
+    a lost post is looked for with ``channels/groups/im/mpim:history``)."""
 
     def __init__(self, client: AsyncWebClient) -> None:
         self.client = client
@@ -91,7 +130,8 @@ class Replies:
         await self._quietly("chat.delete", self.client.chat_delete(channel=channel, ts=ts))
 
     async def tell(self, thread: Thread, user: str, text: str) -> None:
-        """A message only ``user`` sees."""
+        """A message only ``user`` sees. Lost with a dropped connection (it cannot be looked
+        up, so it is not sent again)."""
         call = self.client.chat_postEphemeral(
             channel=thread.channel, thread_ts=thread.thread_ts, user=user, text=text
         )
@@ -111,23 +151,80 @@ class Replies:
         await self._quietly("assistant.threads.setTitle", call)
 
     async def _send(self, thread: Thread, text: str, blocks: Blocks | None = None) -> str | None:
-        call = self.client.chat_postMessage(
-            channel=thread.channel,
-            thread_ts=thread.thread_ts,
-            text=text,
-            blocks=blocks,
-            unfurl_links=False,
-            unfurl_media=False,
-        )
-        posted = await self._quietly("chat.postMessage", call)
+        post_id = uuid.uuid4().hex
+
+        def post() -> Awaitable[AsyncSlackResponse]:
+            return self.client.chat_postMessage(
+                channel=thread.channel,
+                thread_ts=thread.thread_ts,
+                text=text,
+                blocks=blocks,
+                unfurl_links=False,
+                unfurl_media=False,
+                metadata={"event_type": POST_EVENT, "event_payload": {"post_id": post_id}},
+            )
+
+        try:
+            return (await post()).get("ts")
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+            if not _may_have_posted(exc):
+                log.warning("Slack chat.postMessage failed: %s", _reason(exc))
+                return None
+            log.warning(
+                "lost Slack's response to chat.postMessage in %s (%s): looking for the message",
+                thread.channel,
+                _reason(exc),
+            )
+        found = await self._posted(thread, post_id)
+        if found is not None:
+            return found
+        posted = await self._quietly("chat.postMessage", post())
         return posted.get("ts") if posted is not None else None
+
+    async def _posted(self, thread: Thread, post_id: str) -> str | None:
+        """The ts of the message carrying ``post_id``, if Slack has it. None when it does not,
+        and when Slack cannot be asked: a message shown twice beats an answer lost."""
+        try:
+            for message in await self._messages_around(thread):
+                metadata = message.get("metadata") or {}
+                payload = metadata.get("event_payload") or {}
+                if metadata.get("event_type") == POST_EVENT and payload.get("post_id") == post_id:
+                    return str(message["ts"])
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning(
+                "could not look for the message in %s (%s): posting it again",
+                thread.channel,
+                _reason(exc),
+            )
+        return None
+
+    async def _messages_around(self, thread: Thread) -> list[dict[str, Any]]:
+        """The messages where a post to ``thread`` lands, with their metadata."""
+        if thread.thread_ts is None:  # a top-level post: among the newest messages
+            newest = await self.client.conversations_history(
+                channel=thread.channel, limit=RECENT_MESSAGES, include_all_metadata=True
+            )
+            return list(newest["messages"])
+        pages = await self.client.conversations_replies(
+            channel=thread.channel, ts=thread.thread_ts, include_all_metadata=True
+        )
+        return [message async for page in pages for message in page["messages"]]
 
     async def _quietly(self, method: str, call: Awaitable[Any]) -> Any:
         """The response, or None (logged) when Slack refused or could not be reached."""
         try:
             return await call
-        except SlackApiError as exc:
-            log.warning("Slack %s failed: %s", method, exc.response.get("error"))
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            log.warning("Slack %s failed: %s", method, type(exc).__name__)
+        except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("Slack %s failed: %s", method, _reason(exc))
         return None
+
+
+def _may_have_posted(exc: Exception) -> bool:
+    """The connection failed once the request may have been sent: Slack may have posted it."""
+    return isinstance(exc, (aiohttp.ClientError, TimeoutError)) and not isinstance(exc, NEVER_SENT)
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, SlackApiError):
+        return str(exc.response.get("error"))
+    return type(exc).__name__

@@ -26,6 +26,7 @@ The request builders at the bottom (`event_payload`, `signed_headers`, `block_ac
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import threading
 import time
@@ -159,6 +160,8 @@ class FakeSlack(StopsOnExit):
             "reactions.add": self._reactions_add,
             "reactions.remove": self._reactions_remove,
             "conversations.info": self._conversations_info,
+            "conversations.history": self._conversations_history,
+            "conversations.replies": self._conversations_replies,
             "users.info": self._users_info,
             "assistant.threads.setStatus": self._set_status,
             "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
@@ -399,6 +402,7 @@ class FakeSlack(StopsOnExit):
     def _post_message(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._require_channel(args)
         _check_content(args, required=True)
+        _check_metadata(args)
         message = self._bot_message(args, self._next_ts())
         self._messages[channel].append(message)
         return {"channel": channel, "ts": message["ts"], "message": self._message_response(message)}
@@ -411,6 +415,7 @@ class FakeSlack(StopsOnExit):
         if message.get("_streaming"):
             raise _SlackError("cant_update_message", "the message is still streaming")
         _check_content(args, required=True)
+        _check_metadata(args)
         if "text" in args:
             message["text"] = args["text"]
         if "blocks" in args:
@@ -547,6 +552,58 @@ class FakeSlack(StopsOnExit):
             )
         return {"channel": info}
 
+    def _conversations_history(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Top-level messages (thread parents included), newest first."""
+        channel = self._require_channel(args)
+        found = [m for m in self._messages.get(channel, []) if m["thread_ts"] in (None, m["ts"])]
+        found.sort(key=lambda m: _ts_key(m["ts"]), reverse=True)
+        return self._listing(found, args, default_limit=100, max_limit=999)
+
+    def _conversations_replies(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A thread: its parent (if the fake has seen it) and its replies, oldest first."""
+        channel = self._require_channel(args)
+        ts = args.get("ts")
+        if not ts or not isinstance(ts, str):
+            raise _SlackError("invalid_arguments", "missing required field: ts")
+        found = [m for m in self._messages.get(channel, []) if ts in (m["ts"], m["thread_ts"])]
+        if not found:
+            raise _SlackError("thread_not_found")
+        found.sort(key=lambda m: _ts_key(m["ts"]))
+        return self._listing(found, args, default_limit=1000, max_limit=1000)
+
+    def _listing(
+        self,
+        messages: list[dict[str, Any]],
+        args: dict[str, Any],
+        *,
+        default_limit: int,
+        max_limit: int,
+    ) -> dict[str, Any]:
+        """One page of ``messages`` as conversations.* lists them: by ``limit`` and
+        ``cursor``, with metadata only when ``include_all_metadata`` is set."""
+        try:
+            limit = int(args.get("limit") or default_limit)
+        except (TypeError, ValueError):
+            limit = 0
+        if limit < 1:
+            raise _SlackError("invalid_limit")
+        start = _cursor_offset(args.get("cursor"))
+        page = messages[start : start + min(limit, max_limit)]
+        with_metadata = _flag(args.get("include_all_metadata"))
+        listed = []
+        for message in page:
+            shown = self._message_response(message)
+            if not with_metadata:
+                shown.pop("metadata", None)
+            listed.append(shown)
+        more = start + len(page) < len(messages)
+        next_cursor = _cursor(start + len(page)) if more else ""
+        return {
+            "messages": listed,
+            "has_more": more,
+            "response_metadata": {"next_cursor": next_cursor},
+        }
+
     def _users_info(self, args: dict[str, Any]) -> dict[str, Any]:
         user = args.get("user")
         if not user or not isinstance(user, str) or user[0] not in "UWB":
@@ -661,6 +718,19 @@ def _check_content(args: dict[str, Any], *, required: bool) -> None:
         raise _SlackError("msg_too_long")
 
 
+def _check_metadata(args: dict[str, Any]) -> None:
+    if "metadata" not in args:
+        return
+    metadata = args["metadata"]
+    if (
+        not isinstance(metadata, dict)
+        or not isinstance(metadata.get("event_type"), str)
+        or not metadata["event_type"]
+        or not isinstance(metadata.get("event_payload"), dict)
+    ):
+        raise _SlackError("invalid_metadata_format")
+
+
 def _check_blocks(blocks: Any) -> None:
     if isinstance(blocks, str):
         raise _SlackError("invalid_blocks_format")
@@ -723,6 +793,28 @@ def _stream_text(args: dict[str, Any]) -> str:
         if isinstance(chunk, dict) and chunk.get("type") == "markdown_text":
             text += str(chunk.get("text", ""))
     return text
+
+
+def _flag(value: Any) -> bool:
+    """A boolean argument as Slack reads it: true, "true" or "1"."""
+    return value is True or (isinstance(value, str) and value.lower() in ("true", "1"))
+
+
+def _cursor(offset: int) -> str:
+    return base64.b64encode(f"offset:{offset}".encode()).decode()
+
+
+def _cursor_offset(cursor: Any) -> int:
+    """Where a page starts: 0 without a cursor; ``invalid_cursor`` for one not handed out."""
+    if not cursor:
+        return 0
+    try:
+        kind, _, offset = base64.b64decode(str(cursor), validate=True).decode().partition(":")
+        if kind == "offset" and offset.isdigit():
+            return int(offset)
+    except ValueError:
+        pass
+    raise _SlackError("invalid_cursor")
 
 
 def _ts_key(ts: str) -> tuple[int, int]:

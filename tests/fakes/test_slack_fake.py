@@ -348,6 +348,57 @@ async def test_conversations_info(slack: FakeSlack, client: AsyncWebClient) -> N
     assert error.response["error"] == "channel_not_found"
 
 
+async def test_conversations_replies(slack: FakeSlack, client: AsyncWebClient) -> None:
+    metadata = {"event_type": "bot_post", "event_payload": {"post_id": "p1"}}
+    parent = (await client.chat_postMessage(channel="C1", text="question"))["ts"]
+    await client.chat_postMessage(channel="C1", text="answer", thread_ts=parent, metadata=metadata)
+    await client.chat_postMessage(channel="C1", text="elsewhere")
+
+    plain = await client.conversations_replies(channel="C1", ts=parent)
+    assert [m["text"] for m in plain["messages"]] == ["question", "answer"]
+    assert not any("metadata" in m for m in plain["messages"])
+    full = await client.conversations_replies(channel="C1", ts=parent, include_all_metadata=True)
+    assert full["messages"][1]["metadata"] == metadata
+    pages = await client.conversations_replies(channel="C1", ts=parent, limit=1)
+    assert [m["text"] async for page in pages for m in page["messages"]] == ["question", "answer"]
+
+    for args, error in [
+        ({"channel": "C1", "ts": "1.000001"}, "thread_not_found"),
+        ({"channel": "C1"}, "invalid_arguments"),
+        ({"ts": parent}, "channel_not_found"),
+        ({"channel": "C1", "ts": parent, "cursor": "nonsense"}, "invalid_cursor"),
+    ]:
+        refused = await api_error(client.api_call("conversations.replies", params=args))
+        assert refused.response["error"] == error
+    bad = AsyncWebClient(token="xoxb-wrong", base_url=slack.api_url)
+    refused = await api_error(bad.conversations_replies(channel="C1", ts=parent))
+    assert refused.response["error"] == "invalid_auth"
+
+
+async def test_conversations_history(slack: FakeSlack, client: AsyncWebClient) -> None:
+    metadata = {"event_type": "bot_post", "event_payload": {"post_id": "p1"}}
+    first = (await client.chat_postMessage(channel="D1", text="one", metadata=metadata))["ts"]
+    await client.chat_postMessage(channel="D1", text="in a thread", thread_ts=first)
+    await client.chat_postMessage(channel="D1", text="two")
+
+    newest = await client.conversations_history(channel="D1", limit=1)
+    assert ([m["text"] for m in newest["messages"]], newest["has_more"]) == (["two"], True)
+    full = await client.conversations_history(channel="D1", include_all_metadata=True)
+    assert [(m["text"], m.get("metadata")) for m in full["messages"]] == [
+        ("two", None),
+        ("one", metadata),
+    ]
+    bad = AsyncWebClient(token="xoxb-wrong", base_url=slack.api_url)
+    refused = await api_error(bad.conversations_history(channel="D1"))
+    assert refused.response["error"] == "invalid_auth"
+
+
+async def test_invalid_metadata(client: AsyncWebClient) -> None:
+    for metadata in ({"event_type": "", "event_payload": {}}, {"event_type": "x"}, "[]"):
+        posted = client.chat_postMessage(channel="C1", text="x", metadata=metadata)
+        assert (await api_error(posted)).response["error"] == "invalid_metadata_format"
+
+
 async def test_users_info(slack: FakeSlack, client: AsyncWebClient) -> None:
     user = (await client.users_info(user="U1"))["user"]
     assert (user["id"], user["name"]) == ("U1", "u1")

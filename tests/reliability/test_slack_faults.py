@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -30,6 +31,7 @@ from tests.scenarios.slack.conftest import (
     Clock,
     Database,
     RunningBot,
+    dm,
     echo,
     mention,
     turn_finished,
@@ -39,12 +41,17 @@ from tests.scenarios.slack.conftest import (
 class ResettingProxy:
     """Between the bot and the fake Slack: passes every call on, but for the next
     ``resets`` calls to ``method`` it drops the connection once Slack has handled the call,
-    so the call took effect and its answer is lost (a connection reset mid-response)."""
+    so the call took effect and its answer is lost (a connection reset mid-response); with
+    ``before_slack`` it drops the connection before passing the call on, so it never
+    took effect."""
 
-    def __init__(self, upstream: FakeSlack, method: str, resets: int = 1) -> None:
+    def __init__(
+        self, upstream: FakeSlack, method: str, resets: int = 1, *, before_slack: bool = False
+    ) -> None:
         self.upstream = upstream
         self.method = method
         self.resets = resets
+        self.before_slack = before_slack
         self._client = httpx.AsyncClient(base_url=upstream.url, timeout=10)
         app = Starlette(routes=[Route("/api/{method}", self._forward, methods=["GET", "POST"])])
 
@@ -60,22 +67,28 @@ class ResettingProxy:
 
     async def _forward(self, request: HttpRequest) -> Response:
         method = request.path_params["method"]
+        if method == self.method and self.resets > 0:
+            self.resets -= 1
+            if not self.before_slack:
+                await self._pass_on(request, method)
+            request.scope["state"]["transport"].abort()
+            await asyncio.sleep(0.01)
+            return Response(status_code=502)  # never arrives: the connection is gone
+        answer = await self._pass_on(request, method)
+        return Response(
+            answer.content, status_code=answer.status_code, media_type="application/json"
+        )
+
+    async def _pass_on(self, request: HttpRequest, method: str) -> httpx.Response:
         headers = {
             k: v for k, v in request.headers.items() if k in ("authorization", "content-type")
         }
-        answer = await self._client.request(
+        return await self._client.request(
             request.method,
             f"/api/{method}",
             params=request.query_params,
             content=await request.body(),
             headers=headers,
-        )
-        if method == self.method and self.resets > 0:
-            self.resets -= 1
-            request.scope["state"]["transport"].abort()
-            await asyncio.sleep(0.01)
-        return Response(
-            answer.content, status_code=answer.status_code, media_type="application/json"
         )
 
     def stop(self) -> None:
@@ -83,19 +96,24 @@ class ResettingProxy:
 
 
 @pytest.fixture
-def proxy(fake_slack: FakeSlack) -> Iterator[ResettingProxy]:
-    proxy = ResettingProxy(fake_slack, "chat.postMessage")
-    yield proxy
-    proxy.stop()
+def start_proxy(fake_slack: FakeSlack) -> Iterator[Callable[..., ResettingProxy]]:
+    """``start_proxy(**options)``: a ResettingProxy of chat.postMessage."""
+    proxies: list[ResettingProxy] = []
+
+    def start(**options: Any) -> ResettingProxy:
+        proxies.append(ResettingProxy(fake_slack, "chat.postMessage", **options))
+        return proxies[-1]
+
+    yield start
+    for proxy in proxies:
+        proxy.stop()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bot/slack/app.py retries chat.postMessage on any connection error "
-    "(AsyncConnectionErrorRetryHandler), including a reset after Slack posted it: the answer "
-    "appears twice. Proposed: retry only errors before the request was sent, or look for the "
-    "message (a per-chunk id in `metadata`) before posting again.",
-)
+@pytest.fixture
+def proxy(start_proxy: Callable[..., ResettingProxy]) -> ResettingProxy:
+    return start_proxy()
+
+
 async def test_a_reset_after_slack_posted_the_answer_does_not_post_it_twice(
     start_bot, proxy: ResettingProxy, fake_slack: FakeSlack, db: Database, clock: Clock
 ) -> None:
@@ -111,6 +129,46 @@ async def test_a_reset_after_slack_posted_the_answer_does_not_post_it_twice(
     await bot.idle()
     assert [m.role for m in await db.history.messages("C1")] == ["user", "assistant"]
     answers = [m["text"] for m in fake_slack.messages("C1")]
+    assert answers == ["You said: hello"]
+
+
+async def test_resets_after_slack_posted_chunks_of_a_long_answer_in_a_dm_post_each_once(
+    start_bot, start_proxy, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    """A long answer in a DM (top-level posts, no thread); the connection drops after Slack
+    posted each of its first two chunks -> the DM shows every chunk once, in order."""
+    proxy: ResettingProxy = start_proxy(resets=2)
+    bot: RunningBot = start_bot(SLACK_API_URL=proxy.api_url)
+    paragraphs = [f"Paragraph {i}: " + "word " * 200 for i in range(1, 13)]
+    fake_openai.script(Reply(text="\n\n".join(paragraphs)))
+    ts = clock.ts()
+
+    await bot.send(dm("D1", ts))
+
+    await fake_slack.wait_for(turn_finished("D1", ts), timeout=20)
+    texts = [m["text"] for m in fake_slack.messages("D1")]
+    assert len(texts) >= 3
+    numbers = [int(n) for text in texts for n in re.findall(r"Paragraph (\d+):", text)]
+    assert numbers == list(range(1, 13))
+    assert [c.ok for c in fake_slack.calls_to("conversations.history")] == [True, True]
+
+
+async def test_a_reset_before_slack_saw_the_answer_posts_it_once(
+    start_bot, start_proxy, fake_slack: FakeSlack, clock: Clock
+) -> None:
+    """The connection drops before the post reaches Slack -> the thread holds no such message
+    -> the answer is posted again, once."""
+    proxy: ResettingProxy = start_proxy(before_slack=True)
+    bot: RunningBot = start_bot(SLACK_API_URL=proxy.api_url)
+    ts = clock.ts()
+    fake_slack.add_message("C1", "<@UBOT> hello", ts=ts)
+
+    await bot.send(mention("C1", ts, "hello"))
+
+    await fake_slack.wait_for(turn_finished("C1", ts), timeout=10)
+    assert [c.ok for c in fake_slack.calls_to("conversations.replies")] == [True]
+    assert [c.ok for c in fake_slack.calls_to("chat.postMessage")] == [True]
+    answers = [m["text"] for m in fake_slack.thread("C1", ts) if m["user"] == "UBOT"]
     assert answers == ["You said: hello"]
 
 

@@ -21,8 +21,11 @@ def test_the_manifest_asks_only_for_what_the_bot_uses() -> None:
     assert listed_under(text, "bot") == {
         "app_mentions:read",
         "assistant:write",
+        "channels:history",
         "chat:write",
+        "groups:history",
         "im:history",
+        "mpim:history",
         "reactions:write",
     }
     assert listed_under(text, "bot_events") == {
