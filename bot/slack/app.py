@@ -141,7 +141,9 @@ class AnswerOnce(AsyncMiddleware):
             return await next()
         event_id = req.body.get("event_id")
         try:
-            claimed = await self.claims.claim(question.channel, question.ts, event_id)
+            claimed = await self.claims.claim(
+                question.channel, question.ts, event_id, question.to_dict()
+            )
         except (SQLAlchemyError, OSError) as exc:
             log.warning(
                 "could not claim %s in %s (%s): answering 503 for a later retry",

@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 
 #: runs the turn with the live status as its progress (and text) sink
 Work = Callable[[LiveStatus], Awaitable[Reply | None]]
+#: records a stored reply before it is posted; False: the question is not ours any more
+Keep = Callable[[Reply], Awaitable[bool]]
 TITLE_MAX = 60
 EXPIRED = "This request expired, so nothing was done. Ask again if it is still needed."
 
@@ -50,16 +52,22 @@ class Delivery:
     async def failed(self, question: Question) -> None:
         await self.replies.failed(question.thread)
 
-    async def answer(self, question: Question) -> bool:
-        """Answer a question; whether its turn was stored."""
+    async def answer(self, question: Question, keep: Keep) -> bool:
+        """Answer a question; whether its turn was stored (and its reply posted). ``keep``
+        gets the stored reply before it is posted, so that another process can post it
+        should this one die; when it says the question was taken over meanwhile, the
+        process that took it answers, and nothing is posted here."""
 
-        async def work(live: LiveStatus) -> Reply:
-            return await self.conversations.handle(
+        async def work(live: LiveStatus) -> Reply | None:
+            reply = await self.conversations.handle(
                 question.incoming,
                 approver=self.approver,
                 on_progress=live.steps,
                 on_text=live.text if self.settings.STREAM_ANSWERS else None,
             )
+            if reply.turn_id is not None and not await keep(reply):
+                return None
+            return reply
 
         reply = await self.run(question.thread, work, pane=question.pane)
         return reply is not None and reply.turn_id is not None
@@ -87,17 +95,24 @@ class Delivery:
             reply = await work(live)
         finally:
             streamed = await live.close(keep=reply is not None and reply.ok)
-        if reply is None or reply.outcome == "expired":
-            return reply
+        if reply is not None:
+            await self.post_reply(thread, reply, into=streamed)
+        return reply
+
+    async def post_reply(self, thread: Thread, reply: Reply, into: str | None = None) -> None:
+        """What the thread gets of a stretch that ended: the answer (``into`` the streamed
+        message, if any), an approval card, or the answer and a Continue button after the
+        round cap; nothing for an approval that expired."""
+        if reply.outcome == "expired":
+            return
         if reply.outcome == "awaiting_approval" and reply.turn_id is not None:
             await self.ask_approval(thread, reply.turn_id)
-            return reply
-        await self.replies.answer(thread, reply, into=streamed)
+            return
+        await self.replies.answer(thread, reply, into=into)
         if reply.outcome == "max_rounds" and reply.turn_id is not None:
             turn = await self.store.turn(reply.turn_id)
             text, blocks = continue_message(reply.turn_id, turn.rounds if turn else 0)
             await self.replies.post(thread, text, blocks)
-        return reply
 
     def card(self, turn: TurnRecord, settled: str | None = None) -> tuple[str, list]:  # type: ignore[type-arg]
         calls = pending_calls(turn, self.registry.writes)

@@ -48,6 +48,23 @@ class Question:
     def ts(self) -> str:
         return self.incoming.slack_ts or ""
 
+    def to_dict(self) -> dict[str, Any]:
+        """What the claim keeps, so that any process can answer it (see ``from_dict``)."""
+        incoming = self.incoming
+        return {
+            "channel": incoming.channel_id,
+            "ts": incoming.slack_ts,
+            "text": incoming.text,
+            "user": incoming.user_id,
+            "thread_ts": self.thread_ts,
+            "pane": self.pane,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Question:
+        incoming = Incoming(data["channel"], data["text"], data["user"], data["ts"])
+        return cls(incoming, data["thread_ts"], pane=data["pane"])
+
 
 def question_from(event: dict[str, Any], bot_user_id: str | None) -> Question | None:
     """The question in an ``app_mention`` or ``message`` event, or None when it is ignored."""
@@ -66,7 +83,9 @@ def question_from(event: dict[str, Any], bot_user_id: str | None) -> Question | 
     incoming = Incoming(channel, strip_mention(text, bot_user_id), user, ts)
     # in a channel the answer always goes in a thread; in a DM only when asked in one
     thread_ts = event.get("thread_ts") or (None if in_dm else ts)
-    return Question(incoming, thread_ts)
+    # a DM thread is the assistant pane's, as Bolt's Assistant routes it (known here, before
+    # the claim keeps the question)
+    return Question(incoming, thread_ts, pane=in_dm and event.get("thread_ts") is not None)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,10 @@
 """SlackRuntime: the Slack side of a running bot, started and stopped as one.
 
 Start: one HTTP connection pool, ``auth.test`` (a bad token fails here, in one line), the
-turn runner, the sweeper of expired approval requests, the Bolt app, and in Socket Mode the
-websocket. Stop: no new events (the websocket closes; HTTP stops accepting before this), the
-turns in flight get ``drain_s`` to finish, then the pool closes.
+turn runner, the sweeper (of expired approval requests, and of the questions of processes
+that died), the Bolt app, and in Socket Mode the websocket. Stop: no new events (the
+websocket closes; HTTP stops accepting before this) and nothing more taken over, the turns
+in flight get ``drain_s`` to finish, then the pool closes.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ class SlackRuntime:
         presses = Presses(delivery, self.settings.ADMIN_SLACK_USERS)
         self.runner = TurnRunner(delivery, presses, claims)
         self.runner.start()
-        self._sweeper = Sweeper(delivery, self.settings.APPROVAL_TIMEOUT_S)
+        self._sweeper = Sweeper(self.runner, self.settings.APPROVAL_TIMEOUT_S)
         self._sweeper.start()
         self.app = build_slack_app(
             client=client,

@@ -7,22 +7,29 @@
   the requests in hand are answered, so acks stay fast under load.
 * A button press runs as a task of its own (see Presses).
 * Every task is tracked: shutdown stops taking work, gives what is in flight a bounded time,
-  and releases the claims of what it had to stop. Claims in hand have their leases renewed.
+  and hands back the claims of what it had to stop (another process takes them over).
+  Claims in hand have their leases renewed.
+* Questions of a process that died are taken over (``take_over_abandoned``, which the
+  Sweeper calls): answered like any other, or, when their turn was stored, their kept reply
+  posted, in the channel's queue like any other work.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import itertools
 import logging
-from collections.abc import Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from bot.agent.service import Reply
 from bot.messages import utcnow
 from bot.slack.delivery import Delivery
 from bot.slack.events import Deletion, Press, Question
@@ -37,7 +44,17 @@ ACKS_FIRST_S = 0.5
 KEEP_CLAIMS = timedelta(days=1)
 FORGET_EVERY_S = 3_600
 
-Job = Question | Deletion
+
+@dataclass(frozen=True)
+class KeptReply:
+    """The reply to ``question``, stored and kept with its claim by a process that died
+    before posting it."""
+
+    question: Question
+    reply: Reply
+
+
+Job = Question | KeptReply | Deletion
 
 
 class TurnRunner:
@@ -71,6 +88,28 @@ class TurnRunner:
         self._held.add(key)
         self._signs[key] = self._spawn(self._show_working(question))
         self._enqueue(question.channel, question.ts, question)
+
+    async def take_over_abandoned(self) -> int:
+        """Take on the claims of processes that died: answer the questions whose turn was
+        never stored, post the kept replies of the others. How many were taken."""
+        if not self.accepting:
+            return 0
+        taken = await self.claims.take_over_abandoned()
+        for claim in taken:
+            question = Question.from_dict(claim.question)
+            if claim.reply is None:
+                log.warning("answering %s in %s: its process died", question.ts, question.channel)
+                self.answer(question)
+            else:
+                log.warning(
+                    "posting the answer to %s in %s: its process died before it posted it",
+                    question.ts,
+                    question.channel,
+                )
+                self._held.add((question.channel, question.ts))
+                kept = KeptReply(question, _reply_from_dict(claim.reply))
+                self._enqueue(question.channel, question.ts, kept)
+        return len(taken)
 
     def press(self, press: Press) -> None:
         """A button pressed: its turn goes on (outside the channel's queue: the turn takes
@@ -134,14 +173,22 @@ class TurnRunner:
                 _, _, job = heapq.heappop(queue)
                 if isinstance(job, Question):
                     await self._answer(job)
+                elif isinstance(job, KeptReply):
+                    await self._post_kept(job)
                 else:
                     await self._forget(job)
         finally:
             del self._queues[channel]
-            never_started = [job for _, _, job in queue if isinstance(job, Question)]
-            if never_started:  # stopped at shutdown: a retry may answer them
+            # stopped at shutdown: handed back, for another process (or this one's
+            # successor) to answer, or to post the reply kept with the claim
+            never_started = [
+                job.question if isinstance(job, KeptReply) else job
+                for _, _, job in queue
+                if not isinstance(job, Deletion)
+            ]
+            if never_started:
                 await asyncio.shield(
-                    asyncio.gather(*(self._sign_off(q, stored=False) for q in never_started))
+                    asyncio.gather(*(self._sign_off(q, handed_back=True) for q in never_started))
                 )
 
     async def _show_working(self, question: Question) -> None:
@@ -149,18 +196,49 @@ class TurnRunner:
         await self.delivery.working(question)
 
     async def _answer(self, question: Question) -> None:
-        stored = False
+        keep = functools.partial(self._keep, question)
+        await self._settle(question, functools.partial(self.delivery.answer, question, keep))
+
+    async def _post_kept(self, kept: KeptReply) -> None:
+        async def post() -> bool:
+            await self.delivery.post_reply(kept.question.thread, kept.reply)
+            return True
+
+        await self._settle(kept.question, post)
+
+    async def _settle(self, question: Question, work: Callable[[], Awaitable[bool]]) -> None:
+        """Run ``work`` (whether the turn is stored and posted), then sign off."""
+        stored = handed_back = False
         try:
-            stored = await self.delivery.answer(question)
+            stored = await work()
+        except asyncio.CancelledError:  # stopped at shutdown
+            handed_back = True
+            raise
         except Exception:
             # the core never raises for model, tool or database failures: this is a bug
             log.exception("answering %s in %s failed", question.ts, question.channel)
             await self.delivery.failed(question)
         finally:
-            await asyncio.shield(self._sign_off(question, stored))
+            await asyncio.shield(self._sign_off(question, stored, handed_back=handed_back))
 
-    async def _sign_off(self, question: Question, stored: bool) -> None:
-        """The working sign comes down; the claim is done (or failed: a retry may answer)."""
+    async def _keep(self, question: Question, reply: Reply) -> bool:
+        """Keep the stored reply with the claim before it is posted; False when another
+        process took the question over."""
+        try:
+            return await self.claims.keep_reply(
+                question.channel, question.ts, _reply_to_dict(reply)
+            )
+        except (SQLAlchemyError, OSError):
+            # posting beats leaving the person without the answer; the claim stays
+            # `received`, so only this process dying before it is `done` answers it again
+            log.warning("could not keep the reply to %s in %s", question.ts, question.channel)
+            return True
+
+    async def _sign_off(
+        self, question: Question, stored: bool = False, *, handed_back: bool = False
+    ) -> None:
+        """The working sign comes down; the claim is done, or failed (a retry may answer),
+        or handed back (stopped at shutdown: another process takes it over)."""
         key = (question.channel, question.ts)
         sign = self._signs.pop(key, None)
         if sign is not None:
@@ -168,7 +246,10 @@ class TurnRunner:
         await self.delivery.finished(question)
         self._held.discard(key)
         try:
-            await self.claims.finish(question.channel, question.ts, done=stored)
+            if handed_back:
+                await self.claims.hand_back(question.channel, question.ts)
+            else:
+                await self.claims.finish(question.channel, question.ts, done=stored)
         except (SQLAlchemyError, OSError):
             # the lease runs out by itself; a retry then finds the stored turn, if any
             log.warning("could not release the claim on %s in %s", question.ts, question.channel)
@@ -199,3 +280,12 @@ class TurnRunner:
             except (SQLAlchemyError, OSError):
                 log.warning("could not renew the claims of %d turn(s)", len(self._held))
             await asyncio.sleep(RENEW_EVERY.total_seconds())
+
+
+def _reply_to_dict(reply: Reply) -> dict[str, Any]:
+    """What posting a reply needs (an approval card reads its calls from the stored turn)."""
+    return {"text": reply.text, "ok": reply.ok, "outcome": reply.outcome, "turn_id": reply.turn_id}
+
+
+def _reply_from_dict(data: dict[str, Any]) -> Reply:
+    return Reply(data["text"], data["ok"], data["outcome"], data["turn_id"])

@@ -1,70 +1,129 @@
-"""SlackEvents: the Slack messages the bot has taken on, so each one is answered once.
+"""SlackEvents: the Slack messages the bot has taken on, so each one is answered once, and
+answered even when the process that took it on dies.
 
-A delivery *claims* its message by (channel, ts) before it is acknowledged. The row lives in
-the database, so the claim holds across retries, restarts and processes, and an
-``app_mention`` and a ``message`` for the same Slack message meet on the same key.
+A delivery *claims* its message by (channel, ts) before it is acknowledged, and the claim
+keeps the question. The row lives in the database, so the claim holds across retries,
+restarts and processes, and an ``app_mention`` and a ``message`` for the same Slack message
+meet on the same key.
 
-    received --(answered, or the turn was stored)--> done
-        |
-        +--(ended before anything was stored)--> failed
-        +--(holder died: its lease ran out)-----> (taken over by a retry)
+    received --(its turn stored, the reply kept)--> stored --(the reply posted)--> done
+    received --(ended before anything was stored)--> failed
+    received or stored --(handed back at shutdown: the lease ends now)--> taken over
+    failed --(taken over by a Slack retry)--> received: answered again
+    received, lease run out --(taken over by a sweep or a retry)--> received: answered again
+    stored, lease run out --(taken over by a sweep)--> stored: the kept reply posted
 
-A ``received`` claim is live while its holder renews the lease. A retry takes a claim over
-only when it is ``failed`` or its lease ran out *and* no message with that ts was stored, so
-a first attempt that died early is still answered, and one that got further is not repeated.
+A ``received`` or ``stored`` claim is live while its holder (one process, ``holder``)
+renews the lease, and only its holder moves it on: a holder too slow to renew, whose claim
+was taken over, posts nothing. Once the lease ran out, one UPDATE hands the claim to one
+process: every process sweeps for such claims (``take_over_abandoned``), and a Slack retry
+takes over ``failed`` and ``received`` ones. A ``received`` claim taken over is answered
+again (a turn its holder had begun is marked interrupted when the next one begins); a
+``stored`` one has its kept reply posted.
 
-Claims and releases that arrive together are written together (one transaction for all
-that came in while the previous one ran): a burst of events costs a few transactions, not
-one each, which keeps acknowledgements fast even on SQLite's single writer.
+On PostgreSQL a claim also takes the message's place in its channel's queue (a ticket row,
+see ``HistoryStore.channel_lock``) in the same transaction, before the ack: the queue's
+order is then the order in which the messages arrived, whichever process got each one.
+
+Claims, kept replies and releases that arrive together are written together (one
+transaction for all that came in while the previous one ran): a burst of events costs a few
+transactions, not one each, which keeps acknowledgements fast even on SQLite's single writer.
 """
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from sqlalchemy import and_, delete, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, and_, delete, insert, or_, select, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.messages import utcnow
-from bot.store.models import MessageRow, SlackEventRow
+from bot.store.history import TICKET_TTL
+from bot.store.models import ChannelTicket, SlackEventRow
 
 RECEIVED = "received"
+STORED = "stored"
 DONE = "done"
 FAILED = "failed"
+#: the claims a holder works on, and renews
+LIVE = (RECEIVED, STORED)
 
 #: a claim not renewed for this long belongs to a dead process
 LEASE = timedelta(seconds=30)
 #: holders renew their claims this often
 RENEW_EVERY = timedelta(seconds=10)
+#: every process looks for claims of dead holders this often: a question lost with its
+#: process is taken up again within LEASE + TAKE_OVER_EVERY
+TAKE_OVER_EVERY = timedelta(seconds=5)
+#: claims one process takes over at a time; more wait for the next sweep (any process's)
+TAKE_OVER_BATCH = 50
 
 Key = tuple[str, str]
 _KEY = tuple_(SlackEventRow.channel_id, SlackEventRow.message_ts)
+#: a place in a channel's queue kept for a claimed message, until its turn takes it
+_PLACE = tuple_(ChannelTicket.channel_id, ChannelTicket.order_key)
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
+@dataclass(frozen=True)
+class TakenOver:
+    """A claim taken over from a holder that died: its question, and the reply its holder
+    kept (None: the question still needs an answer)."""
+
+    question: dict[str, Any]
+    reply: dict[str, Any] | None
+
+
 class SlackEvents:
-    """Claims on Slack messages, keyed by (channel ID, message ts)."""
+    """Claims on Slack messages, keyed by (channel ID, message ts), held by this process."""
 
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
-        dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+        #: names this process on the claims it holds
+        self.holder = uuid.uuid4().hex
+        #: several processes share the channel queues only on PostgreSQL (see channel_lock)
+        self._queues_shared = engine.dialect.name == "postgresql"
+        dialect = postgresql if self._queues_shared else sqlite
         self._insert = dialect.insert
         self._claims = _GroupCommit(self._claim_all)
+        self._replies = _GroupCommit(self._keep_replies)
         self._releases = _GroupCommit(self._release_all)
 
-    async def claim(self, channel_id: str, message_ts: str, event_id: str | None = None) -> bool:
-        """Take the message on; False when another delivery has it or had it."""
-        return await self._claims.submit(((channel_id, message_ts), event_id))
+    async def claim(
+        self,
+        channel_id: str,
+        message_ts: str,
+        event_id: str | None = None,
+        question: dict[str, Any] | None = None,
+    ) -> bool:
+        """Take the message on; False when another delivery has it or had it. ``question``
+        is what another process needs to answer it should this one die (without it, only
+        a Slack retry can)."""
+        return await self._claims.submit(((channel_id, message_ts), event_id, question))
+
+    async def keep_reply(self, channel_id: str, message_ts: str, reply: dict[str, Any]) -> bool:
+        """The message's turn is stored: keep its reply until it is posted. False when this
+        process no longer holds the claim (another took it over, and answers it)."""
+        return await self._replies.submit(((channel_id, message_ts), reply))
 
     async def finish(self, channel_id: str, message_ts: str, *, done: bool) -> None:
-        """``done``: answered or stored, never again; else ``failed``: a retry may answer."""
-        await self._releases.submit(((channel_id, message_ts), done))
+        """``done``: answered, never again; else ``failed``: a retry may answer (a kept
+        reply is never given up: it stays ``stored`` for a sweep to post)."""
+        await self._releases.submit(((channel_id, message_ts), DONE if done else FAILED))
+
+    async def hand_back(self, channel_id: str, message_ts: str) -> None:
+        """This process stops (shutdown) before the message was answered or its reply
+        posted: the lease ends now, so another process's sweep (or this one's successor's)
+        takes it over, as it would had this process died."""
+        await self._releases.submit(((channel_id, message_ts), None))
 
     async def renew(self, keys: Collection[Key]) -> None:
         """Extend the leases of claims this process still works on."""
@@ -74,9 +133,45 @@ class SlackEvents:
         async with self.engine.begin() as connection:
             await connection.execute(
                 update(SlackEventRow)
-                .where(_KEY.in_(list(keys)), SlackEventRow.status == RECEIVED)
+                .where(_KEY.in_(list(keys)), self._held_here, SlackEventRow.status.in_(LIVE))
                 .values(lease_until=now + LEASE, updated_at=now)
             )
+            if self._queues_shared:  # the places kept in line (a turn renews its own)
+                await connection.execute(
+                    update(ChannelTicket)
+                    .where(_PLACE.in_(list(keys)), ChannelTicket.holding.is_(False))
+                    .values(expires_at=now + TICKET_TTL)
+                )
+
+    async def take_over_abandoned(self) -> list[TakenOver]:
+        """Claims whose holder died (their lease ran out), now held by this process. One
+        UPDATE decides, so each goes to one process only. Never this process's own: those
+        it works on it renews, and one it dropped (say, on a database error) may have been
+        posted already."""
+        now = utcnow()
+        abandoned = and_(
+            SlackEventRow.status.in_(LIVE),
+            SlackEventRow.lease_until < now,
+            SlackEventRow.question.is_not(None),
+            SlackEventRow.holder != self.holder,
+        )
+        # PostgreSQL: racing sweeps skip each other's rows rather than wait for them; the
+        # UPDATE checks `abandoned` again on the row it locked, so a row renewed or taken
+        # meanwhile stays with its holder
+        candidates = (
+            select(SlackEventRow.channel_id, SlackEventRow.message_ts)
+            .where(abandoned)
+            .limit(TAKE_OVER_BATCH)
+            .with_for_update(skip_locked=True)
+        )
+        async with self.engine.begin() as connection:
+            taken = await connection.execute(
+                update(SlackEventRow)
+                .where(_KEY.in_(candidates), abandoned)
+                .values(holder=self.holder, lease_until=now + LEASE, updated_at=now)
+                .returning(SlackEventRow.question, SlackEventRow.reply)
+            )
+            return [TakenOver(question, reply) for question, reply in taken]
 
     async def status(self, channel_id: str, message_ts: str) -> str | None:
         async with self.engine.connect() as connection:
@@ -93,25 +188,42 @@ class SlackEvents:
             )
             return deleted.rowcount or 0
 
-    async def _claim_all(self, items: list[tuple[Key, str | None]]) -> list[bool]:
+    @property
+    def _held_here(self) -> ColumnElement[bool]:
+        return SlackEventRow.holder == self.holder
+
+    async def _claim_all(self, items: list[tuple[Key, str | None, Any]]) -> list[bool]:
         now = utcnow()
-        events: dict[Key, str | None] = {}
-        for key, event_id in items:
-            events.setdefault(key, event_id)
+        events: dict[Key, tuple[str | None, Any]] = {}
+        for key, event_id, question in items:
+            events.setdefault(key, (event_id, question))
         async with self.engine.begin() as connection:
             claimed = await self._insert_new(connection, events, now)
             others = [key for key in events if key not in claimed]
             if others:
                 claimed |= await self._take_over(connection, others, now)
+            if claimed and self._queues_shared:
+                await connection.execute(
+                    insert(ChannelTicket),
+                    [
+                        {
+                            "channel_id": channel,
+                            "order_key": ts,
+                            "holding": False,
+                            "expires_at": now + TICKET_TTL,
+                        }
+                        for channel, ts in claimed
+                    ],
+                )
         # the same message twice in one batch: only its first delivery gets it
         results = []
-        for key, _ in items:
+        for key, _, _ in items:
             results.append(key in claimed)
             claimed.discard(key)
         return results
 
     async def _insert_new(
-        self, connection: AsyncConnection, events: dict[Key, str | None], now: datetime
+        self, connection: AsyncConnection, events: dict[Key, tuple[str | None, Any]], now: datetime
     ) -> set[Key]:
         rows = [
             {
@@ -119,11 +231,13 @@ class SlackEvents:
                 "message_ts": ts,
                 "event_id": event_id,
                 "status": RECEIVED,
+                "holder": self.holder,
                 "lease_until": now + LEASE,
+                "question": question,
                 "created_at": now,
                 "updated_at": now,
             }
-            for (channel, ts), event_id in events.items()
+            for (channel, ts), (event_id, question) in events.items()
         ]
         inserted = await connection.execute(
             self._insert(SlackEventRow)
@@ -136,15 +250,8 @@ class SlackEvents:
     async def _take_over(
         self, connection: AsyncConnection, keys: list[Key], now: datetime
     ) -> set[Key]:
-        stored = (
-            select(MessageRow.id)
-            .where(
-                MessageRow.channel_id == SlackEventRow.channel_id,
-                MessageRow.slack_ts == SlackEventRow.message_ts,
-            )
-            .exists()
-        )
-        # one UPDATE decides, so two retries racing for the same claim cannot both win
+        # one UPDATE decides, so two retries (or a retry and a sweep) cannot both win; the
+        # question kept by the first delivery stays
         taken = await connection.execute(
             update(SlackEventRow)
             .where(
@@ -153,24 +260,56 @@ class SlackEvents:
                     SlackEventRow.status == FAILED,
                     and_(SlackEventRow.status == RECEIVED, SlackEventRow.lease_until < now),
                 ),
-                ~stored,
             )
-            .values(status=RECEIVED, lease_until=now + LEASE, updated_at=now)
+            .values(status=RECEIVED, holder=self.holder, lease_until=now + LEASE, updated_at=now)
             .returning(SlackEventRow.channel_id, SlackEventRow.message_ts)
         )
         return {(channel, ts) for channel, ts in taken}
 
-    async def _release_all(self, items: list[tuple[Key, bool]]) -> list[None]:
+    async def _keep_replies(self, items: list[tuple[Key, dict[str, Any]]]) -> list[bool]:
         now = utcnow()
+        kept = []
         async with self.engine.begin() as connection:
-            for done in (True, False):
-                keys = [key for key, outcome in items if outcome is done]
-                if keys:
-                    await connection.execute(
-                        update(SlackEventRow)
-                        .where(_KEY.in_(keys))
-                        .values(status=DONE if done else FAILED, lease_until=None, updated_at=now)
+            for key, reply in items:
+                updated = await connection.execute(
+                    update(SlackEventRow)
+                    .where(_KEY == key, self._held_here, SlackEventRow.status == RECEIVED)
+                    .values(status=STORED, reply=reply, updated_at=now)
+                )
+                kept.append(updated.rowcount == 1)
+        return kept
+
+    async def _release_all(self, items: list[tuple[Key, str | None]]) -> list[None]:
+        now = utcnow()
+        done = [key for key, status in items if status == DONE]
+        failed = [key for key, status in items if status == FAILED]
+        handed_back = [key for key, status in items if status is None]
+        async with self.engine.begin() as connection:
+            if (done or failed) and self._queues_shared:
+                # a place still kept in line (the turn never began) would hold the channel up
+                await connection.execute(
+                    delete(ChannelTicket).where(
+                        _PLACE.in_(done + failed), ChannelTicket.holding.is_(False)
                     )
+                )
+            if done:
+                await connection.execute(
+                    update(SlackEventRow)
+                    .where(_KEY.in_(done), self._held_here)
+                    .values(status=DONE, lease_until=None, updated_at=now)
+                )
+            if failed:
+                await connection.execute(
+                    update(SlackEventRow)
+                    .where(_KEY.in_(failed), self._held_here, SlackEventRow.status == RECEIVED)
+                    .values(status=FAILED, lease_until=None, updated_at=now)
+                )
+            if handed_back:
+                await connection.execute(
+                    update(SlackEventRow)
+                    .where(_KEY.in_(handed_back), self._held_here, SlackEventRow.status.in_(LIVE))
+                    .values(lease_until=now, updated_at=now)
+                )
         return [None] * len(items)
 
 

@@ -108,8 +108,16 @@ class HistoryStore:
             await asyncio.shield(self._drop_ticket(ticket))
 
     async def _take_ticket(self, channel_id: str, order_key: str) -> tuple[int, bool]:
-        """A new ticket, and whether it already holds the channel (the usual, idle case)."""
+        """A new ticket, and whether it already holds the channel (the usual, idle case). It
+        replaces the place a Slack claim kept in line for the same message, if any."""
         async with self.sessions.begin() as session:
+            await session.execute(
+                delete(ChannelTicket).where(
+                    ChannelTicket.channel_id == channel_id,
+                    ChannelTicket.order_key == order_key,
+                    ChannelTicket.holding.is_(False),
+                )
+            )
             row = ChannelTicket(
                 channel_id=channel_id,
                 order_key=order_key,

@@ -117,7 +117,8 @@ class ChannelRow(Base):
 
 class SlackEventRow(Base):
     """A Slack message the bot has taken on, keyed by (channel, ts): deliveries of the
-    same message (retries, other processes, app_mention + message) find it here."""
+    same message (retries, other processes, app_mention + message) find it here, and so
+    does any process taking over from a holder that died."""
 
     __tablename__ = "slack_events"
 
@@ -125,9 +126,17 @@ class SlackEventRow(Base):
     message_ts: Mapped[str] = mapped_column(String(32), primary_key=True)
     event_id: Mapped[str | None] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(16))
+    #: the process working on it (see SlackEvents.holder)
+    holder: Mapped[str | None] = mapped_column(String(64))
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: what answering it needs, as the shell wrote it (None: SQL NULL, not JSON null)
+    question: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    #: the stored turn's reply, as the shell wrote it, until it is posted
+    reply: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_slack_events_lease_until", "lease_until"),)
 
 
 class AccountRow(Base):

@@ -4,8 +4,6 @@ keyed by the DM's channel), with the steps in the pane's status line."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from slack_bolt.async_app import AsyncApp, AsyncAssistant, AsyncBoltContext
 from slack_bolt.context.set_suggested_prompts.async_set_suggested_prompts import (
     AsyncSetSuggestedPrompts,
@@ -39,6 +37,6 @@ def register(app: AsyncApp, runner: TurnRunner) -> None:
 
     @assistant.user_message
     async def answer_in_pane(context: AsyncBoltContext) -> None:
-        runner.answer(dataclasses.replace(context["question"], pane=True))
+        runner.answer(context["question"])  # its ``pane`` is set already
 
     app.assistant(assistant)

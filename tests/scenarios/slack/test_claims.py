@@ -1,9 +1,10 @@
-"""SlackEvents on both databases: one claim per Slack message, leases, release, take-over."""
+"""SlackEvents on both databases: one claim per Slack message, leases, release, take-over
+(by a retry, and by the sweep of another process)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 
 import pytest
@@ -14,6 +15,7 @@ from bot.store.db import create_engine
 from bot.store.events import SlackEvents
 from bot.store.history import HistoryStore
 from bot.store.models import SlackEventRow
+from tests.conftest import postgres_database
 
 
 @pytest.fixture
@@ -82,22 +84,63 @@ async def test_done_is_final_and_failed_is_taken_over(claims: SlackEvents) -> No
     assert await claims.claim("C1", "1.2") is False  # taken over: live again
 
 
-async def test_a_dead_holders_claim_is_taken_over_unless_it_stored_the_message(
+async def test_a_retry_takes_a_dead_holders_claim_over_once_but_leaves_a_kept_reply(
     claims: SlackEvents,
 ) -> None:
     await claims.claim("C1", "1.1")
     await claims.claim("C1", "1.2")
+    await claims.keep_reply("C1", "1.2", {"text": "stored"})
     await age(claims, "1.1", timedelta(minutes=1))
     await age(claims, "1.2", timedelta(minutes=1))
-    record = TurnRecord(channel_id="C1", user_id="U1", slack_ts="1.2", model="m", api_mode="chat")
+    # its turn had begun: the claim, not the history, says what is left to do
+    record = TurnRecord(channel_id="C1", user_id="U1", slack_ts="1.1", model="m", api_mode="chat")
     await HistoryStore(claims.engine).begin_turn(
-        record, Message.user("hi", user_id="U1", slack_ts="1.2")
+        record, Message.user("hi", user_id="U1", slack_ts="1.1")
     )
 
     taken = await asyncio.gather(claims.claim("C1", "1.1"), claims.claim("C1", "1.1"))
 
     assert sorted(taken) == [False, True]
-    assert await claims.claim("C1", "1.2") is False
+    assert await claims.claim("C1", "1.2") is False  # a sweep posts the kept reply
+    assert await claims.status("C1", "1.2") == "stored"
+
+
+async def test_a_dead_holders_claims_go_to_one_of_two_racing_sweeps(database_url: str) -> None:
+    """Three processes on one database: the first takes two questions on, stores the turn
+    of one, and dies; the two others sweep at once -> each claim goes to exactly one of
+    them, with its question and, where there is one, the kept reply; the dead holder can
+    no longer move the claims on."""
+    engines = [create_engine(database_url) for _ in range(3)]
+    dead, first, second = (SlackEvents(engine) for engine in engines)
+    try:
+        assert await dead.claim("C1", "1.1", "Ev1", {"asked": "1.1"})
+        assert await dead.claim("C2", "1.2", "Ev2", {"asked": "1.2"})
+        assert await dead.keep_reply("C2", "1.2", {"text": "stored"})
+        assert await first.take_over_abandoned() == []  # still live
+        for ts in ("1.1", "1.2"):
+            await age(dead, ts, timedelta(minutes=1))
+        assert await dead.take_over_abandoned() == []  # never its own
+
+        taken = await asyncio.gather(first.take_over_abandoned(), second.take_over_abandoned())
+
+        won = taken[0] + taken[1]
+        assert len(won) == 2
+        assert {claim.question["asked"]: claim.reply for claim in won} == {
+            "1.1": None,
+            "1.2": {"text": "stored"},
+        }
+        assert [await dead.status(c, ts) for c, ts in (("C1", "1.1"), ("C2", "1.2"))] == [
+            "received",
+            "stored",
+        ]
+        assert await first.take_over_abandoned() == []  # taken: live again
+        assert await second.take_over_abandoned() == []
+        assert await dead.keep_reply("C1", "1.1", {"text": "late"}) is False
+        await dead.finish("C2", "1.2", done=False)
+        assert await dead.status("C2", "1.2") == "stored"
+    finally:
+        for engine in engines:
+            await engine.dispose()
 
 
 async def test_old_claims_are_forgotten(claims: SlackEvents) -> None:
@@ -109,3 +152,43 @@ async def test_old_claims_are_forgotten(claims: SlackEvents) -> None:
 
     assert await claims.forget_before(utcnow() - timedelta(days=1)) == 2
     assert await claims.status("C1", "1.3") == "received"
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    yield from postgres_database()
+
+
+@pytest.mark.postgres
+async def test_a_claim_keeps_its_message_a_place_in_the_channels_queue(
+    postgres_url: str,
+) -> None:
+    """Process A claims 1.1, then process B claims 1.2; B's turn starts first -> it waits
+    for A's turn, whose place in line was kept when A claimed it. A claim that ends without
+    a turn (failed) gives its place up at once."""
+    engines = [create_engine(postgres_url) for _ in range(2)]
+    (a, store_a), (b, store_b) = ((SlackEvents(e), HistoryStore(e)) for e in engines)
+    order: list[str] = []
+
+    async def turn(store: HistoryStore, ts: str) -> None:
+        async with store.channel_lock("C1", ts):
+            order.append(ts)
+            await asyncio.sleep(0.1)
+
+    try:
+        assert await a.claim("C1", "1.1") and await b.claim("C1", "1.2")
+        later = asyncio.create_task(turn(store_b, "1.2"))
+        await asyncio.sleep(0.5)
+        assert order == []  # 1.1 comes first, though its turn has not begun
+        await turn(store_a, "1.1")
+        await later
+        assert order == ["1.1", "1.2"]
+
+        assert await a.claim("C1", "1.3") and await b.claim("C1", "1.4")
+        await a.finish("C1", "1.3", done=False)
+        async with asyncio.timeout(5):
+            await turn(store_b, "1.4")
+        assert order[-1] == "1.4"
+    finally:
+        for engine in engines:
+            await engine.dispose()

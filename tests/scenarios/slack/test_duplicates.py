@@ -1,5 +1,5 @@
 """Slack behaviour 5: every second delivery of a message is answered once, the claim kept in the
-database; a retry whose first attempt died before storing anything is answered."""
+database; a retry whose first attempt died or failed before storing an answer is answered."""
 
 from __future__ import annotations
 
@@ -93,9 +93,11 @@ async def seed_claim(db: Database, channel: str, ts: str, status: str, lease: ti
         pytest.param("failed", timedelta(0), True, id="first-attempt-failed"),
         pytest.param("received", timedelta(seconds=30), False, id="first-attempt-still-running"),
         pytest.param("done", timedelta(0), False, id="first-attempt-answered"),
+        # a sweep posts the stored answer; a retry leaves it
+        pytest.param("stored", timedelta(seconds=-1), False, id="first-attempt-stored-one"),
     ],
 )
-async def test_a_retry_is_answered_only_when_the_first_attempt_stored_nothing(
+async def test_a_retry_is_answered_only_when_the_first_attempt_stored_no_answer(
     bot: RunningBot,
     fake_slack: FakeSlack,
     db: Database,
@@ -140,18 +142,20 @@ async def test_a_retry_after_a_503_before_anything_was_stored_is_answered(
     await answered_once(bot, fake_slack, db, "C1")
 
 
-async def test_a_retry_is_not_repeated_when_the_dead_first_attempt_stored_the_message(
+async def test_a_retry_answers_again_when_the_dead_first_attempt_stored_only_the_question(
     bot: RunningBot, fake_slack: FakeSlack, db: Database, clock: Clock
 ) -> None:
-    ts, later = clock.ts(), clock.ts()
+    """The first attempt began its turn (the question is stored) and died: the claim says
+    no answer was stored -> the retry answers, and the dead turn is marked interrupted."""
+    ts = clock.ts()
     await seed_claim(db, "C1", ts, "received", timedelta(seconds=-1))
     record = TurnRecord(channel_id="C1", user_id="U1", slack_ts=ts, model="m", api_mode="chat")
     await db.history.begin_turn(record, Message.user("hello", user_id="U1", slack_ts=ts))
 
     await bot.send(mention("C1", ts), retry_num=1)
-    await bot.send(mention("C2", later))
-    await fake_slack.wait_for(lambda s: bool(posts(s, "C2")))
+    await fake_slack.wait_for(lambda s: bool(posts(s, "C1")))
     await bot.idle()
 
-    assert posts(fake_slack, "C1") == []
-    assert len(await db.history.messages("C1")) == 1
+    assert [p["text"] for p in posts(fake_slack, "C1")] == ["You said: hello"]
+    assert [m.role for m in await db.history.messages("C1")] == ["user", "user", "assistant"]
+    assert [t.outcome for t in await db.history.turns("C1")] == ["interrupted", "answered"]

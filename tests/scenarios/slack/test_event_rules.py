@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from bot.agent.service import Incoming
-from bot.slack.events import Deletion, deleted_message, is_ignored, question_from, strip_mention
+from bot.slack.events import (
+    Deletion,
+    Question,
+    deleted_message,
+    is_ignored,
+    question_from,
+    strip_mention,
+)
 
 BOT = "UBOT"
 
@@ -46,6 +53,18 @@ def test_a_dm_is_answered_at_the_top_level_unless_asked_in_a_thread() -> None:
 
     assert top is not None and top.thread_ts is None and top.incoming.text == "hi"
     assert threaded is not None and threaded.thread_ts == "0.5"
+    # a threaded DM is the assistant pane's, as Bolt's Assistant routes it
+    assert (top.pane, threaded.pane) == (False, True)
+
+
+def test_a_question_kept_with_its_claim_comes_back_the_same() -> None:
+    asked = [
+        question_from(event(type="app_mention", text="<@UBOT> hi", thread_ts="0.5"), BOT),
+        question_from(event(channel="D1", channel_type="im", text="x", thread_ts="0.5"), BOT),
+        question_from(event(channel="D1", channel_type="im", text="top"), BOT),
+    ]
+
+    assert [Question.from_dict(q.to_dict()) for q in asked if q is not None] == asked
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """TurnRunner.close: no new work, the work in flight gets its time, then is stopped and its
-claims released so that a retry may answer."""
+claims handed back, so that another process (or a Slack retry) answers them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from bot.agent.service import Incoming
+from bot.slack.delivery import Keep
 from bot.slack.events import Question
 from bot.slack.turns import TurnRunner
 from bot.store.db import create_engine
@@ -33,7 +34,7 @@ class Delivery:
     async def finished(self, question: Question) -> None:
         self.events.append(("finished", question.ts))
 
-    async def answer(self, question: Question) -> bool:
+    async def answer(self, question: Question, keep: Keep) -> bool:
         await asyncio.sleep(self.delay)
         self.events.append(("answer", question.ts))
         return True
@@ -57,8 +58,9 @@ async def runner_with(
     runner = TurnRunner(replies, None, claims)  # type: ignore[arg-type]
     runner.start()
     for ts in stamps:
-        assert await claims.claim("C1", ts)
-        runner.answer(Question(Incoming("C1", "hi", "U1", ts), ts))
+        question = Question(Incoming("C1", "hi", "U1", ts), ts)
+        assert await claims.claim("C1", ts, question=question.to_dict())
+        runner.answer(question)
     async with asyncio.timeout(5):
         for _ in stamps:
             await replies.signs.get()
@@ -75,7 +77,7 @@ async def test_close_lets_the_work_in_flight_finish(claims: SlackEvents) -> None
     assert runner.in_flight == 0 and not runner.accepting
 
 
-async def test_close_stops_what_does_not_finish_in_time_and_releases_it(
+async def test_close_stops_what_does_not_finish_in_time_and_hands_it_back(
     claims: SlackEvents,
 ) -> None:
     runner, replies = await runner_with(claims, 3600, "1.1", "1.2")  # the second one queued
@@ -87,6 +89,9 @@ async def test_close_stops_what_does_not_finish_in_time_and_releases_it(
     assert runner.in_flight == 0
     assert not any(kind == "answer" for kind, _ in replies.events)
     assert {ts for kind, ts in replies.events if kind == "finished"} == {"1.1", "1.2"}
-    # nothing was stored: a retry of either may answer it
-    assert [await claims.status("C1", ts) for ts in ("1.1", "1.2")] == ["failed", "failed"]
-    assert await claims.claim("C1", "1.2") is True
+    # nothing was answered: both are handed back, and the next process's sweep takes them
+    assert [await claims.status("C1", ts) for ts in ("1.1", "1.2")] == ["received", "received"]
+    successor = SlackEvents(claims.engine)
+    taken = await successor.take_over_abandoned()
+    assert sorted(t.question["ts"] for t in taken) == ["1.1", "1.2"]
+    assert await successor.take_over_abandoned() == []  # once
