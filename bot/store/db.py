@@ -15,7 +15,16 @@ def create_engine(database_url: str) -> AsyncEngine:
     """An engine for ``sqlite:///...`` or ``postgresql://...`` (the async driver is chosen)."""
     url = async_database_url(database_url)
     if url.startswith("sqlite"):
-        engine = create_async_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+        # one connection: every transaction takes the write lock (BEGIN IMMEDIATE), so more
+        # would only queue in SQLite's busy handler, which sleeps up to 100 ms a try; the
+        # pool's queue hands the connection on at once instead
+        engine = create_async_engine(
+            url,
+            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+            pool_size=1,
+            max_overflow=0,
+            pool_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
+        )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin_immediate)
         return engine
