@@ -45,6 +45,8 @@ POSTING_METHODS = frozenset({"chat.postMessage", "chat.postEphemeral"})
 NEVER_SENT = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
 #: the metadata event type of the bot's messages; its payload's ``post_id`` tells them apart
 POST_EVENT = "bot_post"
+#: Slack errors that say the reaction is already as wanted
+ALREADY_SO = frozenset({"already_reacted", "no_reaction"})
 #: a lost top-level post (a DM) is looked for among this many newest messages
 RECENT_MESSAGES = 50
 
@@ -215,7 +217,11 @@ class Replies:
         try:
             return await call
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
-            log.warning("Slack %s failed: %s", method, _reason(exc))
+            reason = _reason(exc)
+            # the sign is already up (a question taken over from a process that died) or
+            # already down: nothing went wrong
+            level = logging.DEBUG if reason in ALREADY_SO else logging.WARNING
+            log.log(level, "Slack %s failed: %s", method, reason)
         return None
 
 

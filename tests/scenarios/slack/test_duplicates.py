@@ -4,9 +4,11 @@ database; a retry whose first attempt died or failed before storing an answer is
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import timedelta
 
 import pytest
+from slack_sdk.web.async_client import AsyncWebClient
 from sqlalchemy import insert
 
 from bot.messages import Message, TurnRecord, utcnow
@@ -143,19 +145,28 @@ async def test_a_retry_after_a_503_before_anything_was_stored_is_answered(
 
 
 async def test_a_retry_answers_again_when_the_dead_first_attempt_stored_only_the_question(
-    bot: RunningBot, fake_slack: FakeSlack, db: Database, clock: Clock
+    bot: RunningBot,
+    fake_slack: FakeSlack,
+    db: Database,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The first attempt began its turn (the question is stored) and died: the claim says
-    no answer was stored -> the retry answers, and the dead turn is marked interrupted."""
+    """The first attempt put its working sign up, began its turn (the question is stored)
+    and died: the claim says no answer was stored -> the retry answers (the sign already up
+    is no fault), and the dead turn is marked interrupted."""
     ts = clock.ts()
     await seed_claim(db, "C1", ts, "received", timedelta(seconds=-1))
     record = TurnRecord(channel_id="C1", user_id="U1", slack_ts=ts, model="m", api_mode="chat")
     await db.history.begin_turn(record, Message.user("hello", user_id="U1", slack_ts=ts))
+    dead = AsyncWebClient(token=fake_slack.bot_token, base_url=fake_slack.api_url)
+    await dead.reactions_add(channel="C1", timestamp=ts, name="eyes")
 
     await bot.send(mention("C1", ts), retry_num=1)
     await fake_slack.wait_for(lambda s: bool(posts(s, "C1")))
     await bot.idle()
 
+    assert [c.error for c in fake_slack.calls_to("reactions.add")] == [None, "already_reacted"]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "react" in r.message]
     assert [p["text"] for p in posts(fake_slack, "C1")] == ["You said: hello"]
     assert [m.role for m in await db.history.messages("C1")] == ["user", "user", "assistant"]
     assert [t.outcome for t in await db.history.turns("C1")] == ["interrupted", "answered"]
