@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from bot.agent.loop import PAUSE, Approver, Decision
 from bot.agent.service import Conversations, Reply
 from bot.config import Settings
@@ -51,6 +53,16 @@ class Delivery:
 
     async def failed(self, question: Question) -> None:
         await self.replies.failed(question.thread)
+
+    async def learn_channel_name(self, channel: str) -> None:
+        """Store the channel's name for the admin pages, when Slack tells it."""
+        name = await self.replies.channel_name(channel)
+        if name is None:
+            return
+        try:
+            await self.store.set_channel_name(channel, name)
+        except (SQLAlchemyError, OSError):
+            log.warning("could not store the name of %s", channel)
 
     async def answer(self, question: Question, keep: Keep) -> bool:
         """Answer a question; whether its turn was stored (and its reply posted). ``keep``

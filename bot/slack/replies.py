@@ -96,6 +96,13 @@ class Replies:
             ),
         )
 
+    async def channel_name(self, channel: str) -> str | None:
+        """The channel's name (``channels:read``/``groups:read``), or None: a DM has none,
+        and Slack may refuse."""
+        call = self.client.conversations_info(channel=channel)
+        info = await self._quietly("conversations.info", call)
+        return None if info is None else info["channel"].get("name")
+
     async def answer(self, thread: Thread, reply: Reply, into: str | None = None) -> None:
         """The answer as mrkdwn chunks in order, or the failure as one plain message.
         ``into``: a message of the bot's (the streamed answer) that becomes the first chunk."""

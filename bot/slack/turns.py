@@ -70,6 +70,8 @@ class TurnRunner:
         self._order = itertools.count()
         self._signs: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._held: set[tuple[str, str]] = set()
+        #: channels whose name this process has asked Slack for
+        self._named: set[str] = set()
         self._keeper: asyncio.Task[None] | None = None
         self._acking = 0
         self._acks_sent = asyncio.Event()
@@ -198,6 +200,10 @@ class TurnRunner:
     async def _answer(self, question: Question) -> None:
         keep = functools.partial(self._keep, question)
         await self._settle(question, functools.partial(self.delivery.answer, question, keep))
+        # once per channel and process, after the answer (a DM has no name)
+        if question.channel not in self._named and not question.channel.startswith("D"):
+            self._named.add(question.channel)
+            self._spawn(self.delivery.learn_channel_name(question.channel))
 
     async def _post_kept(self, kept: KeptReply) -> None:
         async def post() -> bool:

@@ -198,3 +198,21 @@ async def test_an_unexpected_error_after_the_ack_gets_one_plain_message(
     assert "try again" in failure["text"] and "xoxb" not in failure["text"]
     await bot.idle()
     assert await db.claims.status("C1", ts) == "failed"
+
+
+async def test_the_channel_name_is_stored_for_the_admin_pages_once(
+    bot: RunningBot, fake_slack: FakeSlack, db: Database, clock: Clock
+) -> None:
+    """A channel's first answer -> its name from conversations.info, stored; asked once per
+    process. A DM has no name to ask for."""
+    fake_slack.channel_names["C1"] = "support"
+
+    for channel in ("C1", "C1", "D1"):
+        ts = clock.ts()
+        await bot.send(mention(channel, ts))
+        await fake_slack.wait_for(turn_finished(channel, ts))
+    await bot.idle()
+
+    assert [c.args["channel"] for c in fake_slack.calls_to("conversations.info")] == ["C1"]
+    names = {s.channel_id: s.name for s in await db.history.list_sessions()}
+    assert names == {"C1": "support", "D1": None}
