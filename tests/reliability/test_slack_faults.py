@@ -172,14 +172,16 @@ async def test_a_reset_before_slack_saw_the_answer_posts_it_once(
     assert answers == ["You said: hello"]
 
 
-@pytest.mark.parametrize("error", ["channel_not_found", "is_archived", "invalid_auth"])
+@pytest.mark.parametrize(
+    "error", ["channel_not_found", "not_in_channel", "is_archived", "invalid_auth"]
+)
 async def test_a_refused_post_is_not_retried_and_other_channels_are_served(
     bot: RunningBot, fake_slack: FakeSlack, db: Database, clock: Clock, error: str
 ) -> None:
-    """chat.postMessage answers ``channel_not_found`` / ``is_archived`` / ``invalid_auth``
-    -> logged, tried once (no retry loop), the next channel is answered normally -> the
-    refused channel's turn stays stored and its claim is done (a Slack retry would not
-    answer it again)."""
+    """chat.postMessage answers ``channel_not_found`` / ``not_in_channel`` / ``is_archived``
+    / ``invalid_auth`` -> logged, tried once (no retry loop), the next channel is answered
+    normally -> the refused channel's turn stays stored and its claim is done (a Slack
+    retry would not answer it again)."""
     fake_slack.fail_next("chat.postMessage", error=error)
     refused, fine = clock.ts(), clock.ts()
 
