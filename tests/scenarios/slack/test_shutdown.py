@@ -1,97 +1,71 @@
-"""TurnRunner.close: no new work, the work in flight gets its time, then is stopped and its
-claims handed back, so that another process (or a Slack retry) answers them."""
+"""Shutting the Slack runtime down, through the real app: no new work, the turns in flight
+get their time, then are stopped and their claims handed back, so that another process (or
+this one's next start) answers them."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 
-from bot.agent.service import Incoming
-from bot.slack.delivery import Keep
-from bot.slack.events import Question
-from bot.slack.turns import TurnRunner
-from bot.store.db import create_engine
-from bot.store.events import SlackEvents
-from bot.store.history import HistoryStore
-
-
-class Delivery:
-    """Answers after ``delay`` seconds, storing nothing; records what would be posted."""
-
-    def __init__(self, store: HistoryStore, delay: float) -> None:
-        self.store = store
-        self.delay = delay
-        self.events: list[tuple[str, str]] = []
-        self.signs: asyncio.Queue[str] = asyncio.Queue()
-
-    async def working(self, question: Question) -> None:
-        self.events.append(("working", question.ts))
-        self.signs.put_nowait(question.ts)
-
-    async def finished(self, question: Question) -> None:
-        self.events.append(("finished", question.ts))
-
-    async def answer(self, question: Question, keep: Keep) -> bool:
-        await asyncio.sleep(self.delay)
-        self.events.append(("answer", question.ts))
-        return True
-
-    async def failed(self, question: Question) -> None:
-        self.events.append(("failed", question.ts))
+from tests.fakes.openai_server import FakeOpenAI, Hang
+from tests.fakes.slack_server import FakeSlack
+from tests.scenarios.slack.conftest import Clock, Database, RunningBot, mention, posts
 
 
 @pytest.fixture
-async def claims(database_url: str) -> AsyncIterator[SlackEvents]:
-    engine = create_engine(database_url)
-    yield SlackEvents(engine)
-    await engine.dispose()
+def bot_database_url(database_url: str) -> str:
+    return database_url
 
 
-async def runner_with(
-    claims: SlackEvents, delay: float, *stamps: str
-) -> tuple[TurnRunner, Delivery]:
-    """A runner answering ``stamps`` in channel C1, once all their working signs are up."""
-    replies = Delivery(HistoryStore(claims.engine), delay)
-    runner = TurnRunner(replies, None, claims)  # type: ignore[arg-type]
-    runner.start()
+async def shut_down(bot: RunningBot, drain_s: float) -> None:
+    """What stopping the server does, with ``drain_s`` for the turns in flight; run in the
+    bot's own event loop."""
+    loop = bot.served._server._loop
+    assert loop is not None
+    await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(bot.runtime.stop(drain_s), loop))
+
+
+async def working_on(bot: RunningBot, fake_slack: FakeSlack, clock: Clock) -> list[str]:
+    """Two mentions in C1, once both working signs are up (the second turn waits its turn)."""
+    stamps = [clock.ts(), clock.ts()]
     for ts in stamps:
-        question = Question(Incoming("C1", "hi", "U1", ts), ts)
-        assert await claims.claim("C1", ts, question=question.to_dict())
-        runner.answer(question)
-    async with asyncio.timeout(5):
-        for _ in stamps:
-            await replies.signs.get()
-    return runner, replies
+        assert (await bot.send(mention("C1", ts))).status_code == 200
+    await fake_slack.wait_for(lambda s: len(s.calls_to("reactions.add")) == 2)
+    return stamps
 
 
-async def test_close_lets_the_work_in_flight_finish(claims: SlackEvents) -> None:
-    runner, replies = await runner_with(claims, 0.2, "1.1", "1.2")
-
-    await runner.close(drain_s=10)
-
-    assert [e for e in replies.events if e[0] == "answer"] == [("answer", "1.1"), ("answer", "1.2")]
-    assert [await claims.status("C1", ts) for ts in ("1.1", "1.2")] == ["done", "done"]
-    assert runner.in_flight == 0 and not runner.accepting
-
-
-async def test_close_stops_what_does_not_finish_in_time_and_hands_it_back(
-    claims: SlackEvents,
+async def test_the_turns_in_flight_finish_and_no_new_one_is_taken(
+    bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
 ) -> None:
-    runner, replies = await runner_with(claims, 3600, "1.1", "1.2")  # the second one queued
+    fake_openai.latency = 0.3
+    stamps = await working_on(bot, fake_slack, clock)
+
+    await shut_down(bot, drain_s=10)
+
+    assert [p["text"] for p in posts(fake_slack, "C1")] == ["You said: hello"] * 2
+    assert [await db.claims.status("C1", ts) for ts in stamps] == ["done", "done"]
+    late = clock.ts()
+    assert (await bot.send(mention("C1", late))).status_code == 503  # Slack sends it again
+    assert await db.claims.status("C1", late) is None
+
+
+async def test_what_does_not_finish_in_time_is_stopped_and_handed_back(
+    bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
+) -> None:
+    fake_openai.responder = lambda request: Hang(60)
+    stamps = await working_on(bot, fake_slack, clock)
 
     started = time.monotonic()
-    await runner.close(drain_s=0.3)
+    await shut_down(bot, drain_s=0.3)
 
     assert time.monotonic() - started < 5
-    assert runner.in_flight == 0
-    assert not any(kind == "answer" for kind, _ in replies.events)
-    assert {ts for kind, ts in replies.events if kind == "finished"} == {"1.1", "1.2"}
-    # nothing was answered: both are handed back, and the next process's sweep takes them
-    assert [await claims.status("C1", ts) for ts in ("1.1", "1.2")] == ["received", "received"]
-    successor = SlackEvents(claims.engine)
-    taken = await successor.take_over_abandoned()
-    assert sorted(t.question["ts"] for t in taken) == ["1.1", "1.2"]
-    assert await successor.take_over_abandoned() == []  # once
+    assert posts(fake_slack, "C1") == []  # no answer, and no failure notice
+    removed = [c.args["timestamp"] for c in fake_slack.calls_to("reactions.remove")]
+    assert sorted(removed) == stamps  # the working signs came down
+    # nothing was answered: both claims are handed back, and another process takes them
+    assert [await db.claims.status("C1", ts) for ts in stamps] == ["received", "received"]
+    taken = await db.claims.take_over_abandoned()
+    assert sorted(t.question["ts"] for t in taken) == stamps
+    assert await db.claims.take_over_abandoned() == []  # once
