@@ -337,11 +337,18 @@ class HistoryStore:
             }
             for offset, message in enumerate(stored, start=1)
         ]
-        # one multi-row INSERT (Core, not ORM units of work): this runs twice a turn
-        ids = await session.scalars(
-            insert(MessageRow).returning(MessageRow.id, sort_by_parameter_order=True), rows
+        # one multi-row INSERT on the table, as this runs twice a turn: the ORM's bulk insert
+        # would split the rows by which columns are None, and asking for the ids in row order
+        # would make SQLite insert them one by one; the positions tell the ids apart instead
+        table = MessageRow.__table__
+        inserted = await session.execute(
+            insert(table).returning(table.c.position, table.c.id), rows
         )
-        return [message.with_(id=id_) for message, id_ in zip(stored, ids, strict=True)]
+        ids = dict(inserted.all())
+        return [
+            message.with_(id=ids[position + offset])
+            for offset, message in enumerate(stored, start=1)
+        ]
 
     # -- reading ----------------------------------------------------------------------
 

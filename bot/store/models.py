@@ -68,7 +68,7 @@ class MessageRow(Base):
     turn_id: Mapped[int | None] = mapped_column(BigId, ForeignKey("turns.id", ondelete="CASCADE"))
     role: Mapped[str] = mapped_column(String(16))
     content: Mapped[str | None] = mapped_column(Text)
-    tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    tool_calls: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
     tool_call_id: Mapped[str | None] = mapped_column(String(128))
     tool_name: Mapped[str | None] = mapped_column(String(128))
     user_id: Mapped[str | None] = mapped_column(String(64))
