@@ -44,6 +44,12 @@ def postgres_database() -> Iterator[str]:
         _admin(POSTGRES_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh, migrated PostgreSQL database (skipped without TEST_DATABASE_URL)."""
+    yield from postgres_database()
+
+
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def database_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:  # type: ignore[no-untyped-def]
     """A migrated, empty database: a SQLite file, and PostgreSQL when configured."""

@@ -154,7 +154,7 @@ class Conversations:
         begun = await self.store.begin_turn(record, user, self.token_budget)
         record.id, user = begun.turn_id, begun.user
         history = select_window(begun.recent, self.token_budget)
-        kept = _KeepWrites(self.store, self.loop.registry, channel, record.id)
+        kept = _KeepWrites(self.store, self.loop.registry, channel, begun.turn_id)
         run = functools.partial(
             self.loop.run,
             approver=approver,
@@ -264,7 +264,7 @@ class _KeepWrites:
     issue. Rounds that only read wait for the end of the turn: one transaction fewer."""
 
     def __init__(
-        self, store: HistoryStore, registry: ToolRegistry, channel_id: str, turn_id: int | None
+        self, store: HistoryStore, registry: ToolRegistry, channel_id: str, turn_id: int
     ) -> None:
         self.store = store
         self.registry = registry
@@ -276,7 +276,6 @@ class _KeepWrites:
     async def __call__(self, messages: Sequence[Message]) -> None:
         waiting = list(messages[self.count :])
         if any(self.registry.writes(c.name) for m in waiting for c in m.tool_calls):
-            assert self.turn_id is not None
             await self.store.append(self.channel_id, self.turn_id, waiting)
             self.count += len(waiting)
 

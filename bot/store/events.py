@@ -53,6 +53,8 @@ DONE = "done"
 FAILED = "failed"
 #: the claims a holder works on, and renews
 LIVE = (RECEIVED, STORED)
+#: a release that ends the lease at once, the claim staying live (see ``hand_back``)
+HANDED_BACK = "handed back"
 
 #: a claim not renewed for this long belongs to a dead process
 LEASE = timedelta(seconds=30)
@@ -123,7 +125,7 @@ class SlackEvents:
         """This process stops (shutdown) before the message was answered or its reply
         posted: the lease ends now, so another process's sweep (or this one's successor's)
         takes it over, as it would had this process died."""
-        await self._releases.submit(((channel_id, message_ts), None))
+        await self._releases.submit(((channel_id, message_ts), HANDED_BACK))
 
     async def renew(self, keys: Collection[Key]) -> None:
         """Extend the leases of claims this process still works on."""
@@ -279,11 +281,11 @@ class SlackEvents:
                 kept.append(updated.rowcount == 1)
         return kept
 
-    async def _release_all(self, items: list[tuple[Key, str | None]]) -> list[None]:
+    async def _release_all(self, items: list[tuple[Key, str]]) -> list[None]:
         now = utcnow()
         done = [key for key, status in items if status == DONE]
         failed = [key for key, status in items if status == FAILED]
-        handed_back = [key for key, status in items if status is None]
+        handed_back = [key for key, status in items if status == HANDED_BACK]
         async with self.engine.begin() as connection:
             if (done or failed) and self._queues_shared:
                 # a place still kept in line (the turn never began) would hold the channel up

@@ -9,7 +9,6 @@ connections dies, and the pool only finds out when it next uses one. PostgreSQL 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import asyncpg
 import pytest
@@ -18,16 +17,11 @@ from bot.agent.service import STORE_FAILED, Incoming
 from bot.agent.service import Reply as Answer
 from bot.config import load_settings
 from bot.wiring import build_services
-from tests.conftest import POSTGRES_URL, postgres_database
+from tests.conftest import POSTGRES_URL
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.reliability.helpers import assert_paired, last_user_text, until
 
 pytestmark = pytest.mark.postgres
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    yield from postgres_database()
 
 
 async def terminate_connections(database_url: str) -> int:

@@ -11,7 +11,6 @@ import asyncio
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -31,7 +30,7 @@ from tests.fakes.openai_server import FakeOpenAI, Hang, Reply, Request
 from tests.fakes.slack_server import FakeSlack, event_payload, signed_headers
 from tests.reliability.helpers import last_user_text, until
 from tests.scenarios.slack.conftest import BOT, SECRET, TOKEN, Clock, echo, mention, posts
-from tests.scenarios.slack.test_processes import BotProcess
+from tests.scenarios.slack.test_processes import BotProcess, process_settings
 
 pytestmark = pytest.mark.postgres
 
@@ -42,23 +41,9 @@ SLACK_ACK_LIMIT_S = 3.0
 
 
 @pytest.fixture
-def shared_postgres() -> Iterator[str]:
-    yield from postgres_database()
-
-
-@pytest.fixture
-def settings(
-    shared_postgres: str, fake_slack: FakeSlack, fake_openai: FakeOpenAI
-) -> dict[str, str]:
+def settings(postgres_url: str, fake_slack: FakeSlack, fake_openai: FakeOpenAI) -> dict[str, str]:
     fake_openai.responder = echo
-    return {
-        "DATABASE_URL": shared_postgres,
-        "SLACK_BOT_TOKEN": TOKEN,
-        "SLACK_SIGNING_SECRET": SECRET,
-        "SLACK_API_URL": fake_slack.api_url,
-        "OPENAI_API_KEY": "test-key",
-        "OPENAI_BASE_URL": fake_openai.base_url,
-    }
+    return process_settings(postgres_url, fake_slack, fake_openai)
 
 
 async def deliver(
@@ -212,7 +197,7 @@ def test_each_channel_is_answered_in_slack_order_across_processes(load_run: Load
 async def test_a_process_killed_after_the_ack_or_before_posting_loses_nothing(
     tmp_path: Path,
     settings: dict[str, str],
-    shared_postgres: str,
+    postgres_url: str,
     fake_slack: FakeSlack,
     fake_openai: FakeOpenAI,
     clock: Clock,
@@ -245,7 +230,7 @@ async def test_a_process_killed_after_the_ack_or_before_posting_loses_nothing(
         one.process.send_signal(signal.SIGKILL)
         one.process.communicate(timeout=10)
         fake_openai.responder = echo
-        await expire_leases(shared_postgres)
+        await expire_leases(postgres_url)
 
         # what Slack shows: A's post that got the 429 is not in the thread
         lost = {"CA": "You said: after the ack", "CS": "You said: before posting"}
@@ -260,7 +245,7 @@ async def test_a_process_killed_after_the_ack_or_before_posting_loses_nothing(
             assert [(m["text"], m["thread_ts"]) for m in shown] == [(answer, asked[channel])]
         asked_model = Counter(last_user_text(r) for r in fake_openai.requests)
         assert asked_model == {"after the ack": 2, "before posting": 1}
-        engine = create_engine(shared_postgres)
+        engine = create_engine(postgres_url)
         try:
             store = HistoryStore(engine)
             assert [t.outcome for t in await store.turns("CA")] == ["interrupted", "answered"]

@@ -4,12 +4,10 @@ pressed on another one (PostgreSQL), and the ticket is created once."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import postgres_database
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
@@ -21,31 +19,21 @@ from tests.scenarios.slack.agent_helpers import (
     press,
     script_ticket_flow,
 )
-from tests.scenarios.slack.conftest import SECRET, TOKEN, Clock, mention
-from tests.scenarios.slack.test_processes import BotProcess
-
-
-@pytest.fixture
-def shared_postgres() -> Iterator[str]:
-    yield from postgres_database()
+from tests.scenarios.slack.conftest import Clock, mention
+from tests.scenarios.slack.test_processes import BotProcess, process_settings
 
 
 @pytest.mark.postgres
 async def test_a_press_on_another_process_resumes_the_turn_once(
     tmp_path: Path,
-    shared_postgres: str,
+    postgres_url: str,
     fake_slack: FakeSlack,
     fake_openai: FakeOpenAI,
     fake_jira: FakeJira,
     clock: Clock,
 ) -> None:
     settings = {
-        "DATABASE_URL": shared_postgres,
-        "SLACK_BOT_TOKEN": TOKEN,
-        "SLACK_SIGNING_SECRET": SECRET,
-        "SLACK_API_URL": fake_slack.api_url,
-        "OPENAI_API_KEY": "test-key",
-        "OPENAI_BASE_URL": fake_openai.base_url,
+        **process_settings(postgres_url, fake_slack, fake_openai),
         **jira_settings(fake_jira),
     }
     script_ticket_flow(fake_openai)

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
@@ -15,7 +15,6 @@ from bot.store.db import create_engine
 from bot.store.events import SlackEvents
 from bot.store.history import HistoryStore
 from bot.store.models import SlackEventRow
-from tests.conftest import postgres_database
 
 
 @pytest.fixture
@@ -152,11 +151,6 @@ async def test_old_claims_are_forgotten(claims: SlackEvents) -> None:
 
     assert await claims.forget_before(utcnow() - timedelta(days=1)) == 2
     assert await claims.status("C1", "1.3") == "received"
-
-
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    yield from postgres_database()
 
 
 @pytest.mark.postgres

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -18,7 +17,6 @@ import pytest
 
 from bot.store.db import create_engine
 from bot.store.history import HistoryStore
-from tests.conftest import postgres_database
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack, event_payload, signed_headers
 from tests.scenarios.slack.conftest import SECRET, TOKEN, Clock, echo, mention, posts
@@ -80,17 +78,24 @@ def run_once(cwd: Path, **settings: str) -> tuple[int, str]:
     return bot.process.returncode, stderr
 
 
-@pytest.fixture
-def settings(sqlite_url: str, fake_slack: FakeSlack, fake_openai: FakeOpenAI) -> dict[str, str]:
-    fake_openai.responder = echo
+def process_settings(
+    database_url: str, fake_slack: FakeSlack, fake_openai: FakeOpenAI
+) -> dict[str, str]:
+    """What a ``bot run`` process needs to talk to the fakes and ``database_url``."""
     return {
-        "DATABASE_URL": sqlite_url,
+        "DATABASE_URL": database_url,
         "SLACK_BOT_TOKEN": TOKEN,
         "SLACK_SIGNING_SECRET": SECRET,
         "SLACK_API_URL": fake_slack.api_url,
         "OPENAI_API_KEY": "test-key",
         "OPENAI_BASE_URL": fake_openai.base_url,
     }
+
+
+@pytest.fixture
+def settings(sqlite_url: str, fake_slack: FakeSlack, fake_openai: FakeOpenAI) -> dict[str, str]:
+    fake_openai.responder = echo
+    return process_settings(sqlite_url, fake_slack, fake_openai)
 
 
 @pytest.mark.parametrize(
@@ -136,22 +141,17 @@ async def test_sigterm_lets_the_turn_in_flight_finish_and_exits_0(
     assert "a private question" not in stderr
 
 
-@pytest.fixture
-def shared_postgres() -> Iterator[str]:
-    yield from postgres_database()
-
-
 @pytest.mark.postgres
 async def test_two_processes_share_duplicates_and_the_channel_lock(
     tmp_path: Path,
-    shared_postgres: str,
+    postgres_url: str,
     settings: dict[str, str],
     fake_slack: FakeSlack,
     fake_openai: FakeOpenAI,
     clock: Clock,
 ) -> None:
     fake_openai.latency = 0.2
-    settings = {**settings, "DATABASE_URL": shared_postgres}
+    settings = {**settings, "DATABASE_URL": postgres_url}
     one, two = BotProcess(tmp_path, **settings), BotProcess(tmp_path, **settings)
     try:
         await asyncio.gather(one.healthy(), two.healthy())
@@ -174,7 +174,7 @@ async def test_two_processes_share_duplicates_and_the_channel_lock(
             if r.body["messages"][-1]["content"].startswith("q")
         )
         assert seen == [2, 4, 6, 8, 10, 12]
-        engine = create_engine(shared_postgres)
+        engine = create_engine(postgres_url)
         try:
             stored = await HistoryStore(engine).messages("C1")
             questions = await HistoryStore(engine).messages("C0")
