@@ -6,6 +6,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from bot.config import async_database_url
+from bot.store import sqlite_driver
 
 #: how long SQLite waits for another writer before "database is locked"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -20,7 +21,7 @@ def create_engine(database_url: str) -> AsyncEngine:
         # pool's queue hands the connection on at once instead
         engine = create_async_engine(
             url,
-            connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+            async_creator=sqlite_driver.connector(url, SQLITE_BUSY_TIMEOUT_MS / 1000),
             pool_size=1,
             max_overflow=0,
             pool_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
