@@ -53,7 +53,7 @@ class TurnRow(Base):
 
     __table_args__ = (
         Index("ix_turns_channel_id", "channel_id", "id"),
-        Index("ix_turns_outcome", "outcome"),
+        Index("ix_turns_outcome_channel", "outcome", "channel_id"),
     )
 
 

@@ -154,6 +154,25 @@ def test_migrations_go_down_and_up_again(database_url: str) -> None:
     assert messages == []
 
 
+def test_migrations_build_the_schema_the_models_describe(database_url: str) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from bot.store.models import Base
+
+    async def differences() -> list:
+        engine = create_engine(database_url)
+        try:
+            async with engine.connect() as connection:
+                return await connection.run_sync(
+                    lambda sync: compare_metadata(MigrationContext.configure(sync), Base.metadata)
+                )
+        finally:
+            await engine.dispose()
+
+    assert asyncio.run(differences()) == []
+
+
 def test_python_dash_m_and_help(tmp_path) -> None:
     result = run_bot("--help", cwd=tmp_path)
     assert result.returncode == 0
