@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -27,6 +27,8 @@ TICKET_RENEW = timedelta(seconds=10)
 TICKET_TTL = timedelta(seconds=45)
 #: rows read per page when filling the window, newest first
 WINDOW_PAGE = 500
+#: channels whose window a process keeps in memory between turns (least recent dropped)
+KEPT_WINDOWS = 256
 #: what a model request needs of a stored message
 WINDOW_COLUMNS = (
     "id",
@@ -41,6 +43,47 @@ WINDOW_COLUMNS = (
 )
 
 
+# The statements every turn runs, built once (building one costs more than running it on
+# SQLite), on the tables: the ORM's bulk-statement handling is of no use to them
+_TURNS = TurnRow.__table__
+_MESSAGES = MessageRow.__table__
+_MARK_INTERRUPTED = (
+    update(_TURNS)
+    .where(_TURNS.c.channel_id == bindparam("channel"), _TURNS.c.outcome == "running")
+    .values(outcome="interrupted", finished_at=bindparam("now"))
+)
+_INSERT_TURN = insert(_TURNS).returning(_TURNS.c.id)
+#: executed with the columns to set, and the turn's id as "turn"
+_UPDATE_TURN = update(_TURNS).where(_TURNS.c.id == bindparam("turn"))
+_NEWEST_POSITION = (
+    select(_MESSAGES.c.position)
+    .where(_MESSAGES.c.channel_id == bindparam("channel"))
+    .order_by(_MESSAGES.c.position.desc())
+    .limit(1)
+)
+# one multi-row INSERT, as this runs twice a turn: the ORM's bulk insert would split the
+# rows by which columns are None, and asking for the ids in row order would make SQLite
+# insert them one by one; the positions tell the ids apart instead
+_INSERT_MESSAGES = insert(_MESSAGES).returning(_MESSAGES.c.position, _MESSAGES.c.id)
+#: a page of the window, newest first: what a model request needs of a stored message
+#: (plain rows, no dates to parse), from before position "before"
+_WINDOW_PAGE = (
+    select(*(_MESSAGES.c[name] for name in WINDOW_COLUMNS))
+    .where(
+        _MESSAGES.c.channel_id == bindparam("channel"),
+        _MESSAGES.c.position < bindparam("before"),
+    )
+    .order_by(_MESSAGES.c.position.desc())
+    .limit(WINDOW_PAGE)
+)
+#: greater than any position (a BIGINT)
+_BEYOND_POSITIONS = 2**63 - 1
+_WINDOW_SPAN = select(func.count(), func.max(_MESSAGES.c.id)).where(
+    _MESSAGES.c.channel_id == bindparam("channel"),
+    _MESSAGES.c.position >= bindparam("oldest"),
+)
+
+
 @dataclass(frozen=True)
 class BegunTurn:
     """A turn just begun: its id, the stored user message, and the channel's recent
@@ -49,6 +92,40 @@ class BegunTurn:
     turn_id: int
     user: Message
     recent: list[Message]
+
+
+class _Window:
+    """A channel's newest messages, oldest first, in the form the window read gives them:
+    the fewest whose tokens exceed ``budget`` (or all the channel has), with their
+    positions. Kept between turns, it spares reading and decoding them every turn."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.positions: list[int] = []
+        self.messages: list[Message] = []
+        self.tokens = 0
+
+    @property
+    def newest(self) -> int | None:
+        return self.positions[-1] if self.positions else None
+
+    def add(self, position: int, message: Message) -> None:
+        """Add the channel's next message, dropping old ones no longer needed."""
+        self.positions.append(position)
+        self.messages.append(message)
+        self.tokens += message.tokens
+        while self.messages and self.tokens - self.messages[0].tokens > self.budget:
+            self.tokens -= self.messages[0].tokens
+            del self.positions[0], self.messages[0]
+
+    def extend(self, after: int | None, stored: Sequence[Message]) -> bool:
+        """Add messages stored after position ``after``; False (nothing added) when that
+        is not where this window ends, e.g. another process wrote in between."""
+        if after != self.newest:
+            return False
+        for offset, message in enumerate(stored, start=1):
+            self.add((after or 0) + offset, _windowed(message))
+        return True
 
 
 @dataclass(frozen=True)
@@ -69,6 +146,11 @@ class HistoryStore:
         self._arrivals: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
+        #: recent windows by channel, least recently used first; each is taken out while
+        #: a transaction uses it and put back after the commit
+        self._windows: dict[str, _Window] = {}
+        #: counts deletions, so a window taken out before one is not put back after it
+        self._deletions = 0
 
     # -- the channel lock -------------------------------------------------------------
 
@@ -195,34 +277,34 @@ class HistoryStore:
         history within ``history_budget`` (see ``_recent``; one transaction: this runs
         every turn). Call under the channel lock: any turn of the channel still marked
         running was cut short by a crash, and is marked interrupted here."""
+        channel_id = record.channel_id
+        deletions = self._deletions
         async with self.sessions.begin() as session:
             interrupted = await session.execute(
-                update(TurnRow)
-                .where(TurnRow.channel_id == record.channel_id, TurnRow.outcome == "running")
-                .values(outcome="interrupted", finished_at=utcnow())
+                _MARK_INTERRUPTED, {"channel": channel_id, "now": utcnow()}
             )
             if interrupted.rowcount:
-                log.warning("%d interrupted turn(s) in %s", interrupted.rowcount, record.channel_id)
-            recent, newest = await self._recent(session, record.channel_id, history_budget)
+                log.warning("%d interrupted turn(s) in %s", interrupted.rowcount, channel_id)
+            window = await self._recent(session, channel_id, history_budget)
+            recent, newest = list(window.messages), window.newest
             turn_id = await session.scalar(
-                insert(TurnRow)
-                .values(
-                    channel_id=record.channel_id,
-                    user_id=record.user_id,
-                    slack_ts=record.slack_ts,
-                    outcome="running",
-                    tools_called=[],
-                    model=record.model,
-                    api_mode=record.api_mode,
-                    started_at=record.started_at or utcnow(),
-                )
-                .returning(TurnRow.id)
+                _INSERT_TURN,
+                {
+                    "channel_id": channel_id,
+                    "user_id": record.user_id,
+                    "slack_ts": record.slack_ts,
+                    "outcome": "running",
+                    "tools_called": [],
+                    "model": record.model,
+                    "api_mode": record.api_mode,
+                    "started_at": record.started_at or utcnow(),
+                },
             )
             assert turn_id is not None
-            (stored,) = await self._append(
-                session, record.channel_id, turn_id, [user_message], newest
-            )
-            return BegunTurn(turn_id, stored, recent)
+            (stored,), _ = await self._append(session, channel_id, turn_id, [user_message], newest)
+        window.extend(newest, [stored])
+        self._keep_window(channel_id, window, deletions)
+        return BegunTurn(turn_id, stored, recent)
 
     async def finish_turn(
         self,
@@ -232,34 +314,41 @@ class HistoryStore:
         state: dict[str, Any] | None = None,
     ) -> list[Message]:
         """Store the turn's other messages and its outcome, in one transaction."""
+        window, deletions = self._windows.pop(record.channel_id, None), self._deletions
         async with self.sessions.begin() as session:
-            stored = await self._append(session, record.channel_id, turn_id, messages)
+            stored, after = await self._append(session, record.channel_id, turn_id, messages)
             await session.execute(
-                update(TurnRow)
-                .where(TurnRow.id == turn_id)
-                .values(
-                    rounds=record.rounds,
-                    tools_called=list(record.tools_called),
-                    outcome=record.outcome,
-                    input_tokens=record.input_tokens,
-                    output_tokens=record.output_tokens,
-                    latency_ms=record.latency_ms,
-                    model=record.model,
-                    api_mode=record.api_mode,
-                    error=record.error,
-                    state=state,
-                    finished_at=utcnow(),
-                )
+                _UPDATE_TURN,
+                {
+                    "turn": turn_id,
+                    "rounds": record.rounds,
+                    "tools_called": list(record.tools_called),
+                    "outcome": record.outcome,
+                    "input_tokens": record.input_tokens,
+                    "output_tokens": record.output_tokens,
+                    "latency_ms": record.latency_ms,
+                    "model": record.model,
+                    "api_mode": record.api_mode,
+                    "error": record.error,
+                    "state": state,
+                    "finished_at": utcnow(),
+                },
             )
-            return stored
+        if window is not None and window.extend(after, stored):
+            self._keep_window(record.channel_id, window, deletions)
+        return stored
 
     async def append(
         self, channel_id: str, turn_id: int, messages: Sequence[Message]
     ) -> list[Message]:
         """Store messages of a turn still running (a round that must outlive a crash), in
         one transaction. Call under the channel lock."""
+        window, deletions = self._windows.pop(channel_id, None), self._deletions
         async with self.sessions.begin() as session:
-            return await self._append(session, channel_id, turn_id, messages)
+            stored, after = await self._append(session, channel_id, turn_id, messages)
+        if window is not None and window.extend(after, stored):
+            self._keep_window(channel_id, window, deletions)
+        return stored
 
     async def claim_turn(self, turn_id: int, outcome: str) -> bool:
         """Move a stopped turn from ``outcome`` back to ``running``; False when it is not
@@ -302,18 +391,13 @@ class HistoryStore:
         turn_id: int | None,
         messages: Sequence[Message],
         last: int | None = None,
-    ) -> list[Message]:
+    ) -> tuple[list[Message], int | None]:
         """Insert ``messages`` after the channel's newest (``last``, when the caller has
-        just read it in this transaction)."""
+        just read it in this transaction); returns them stored, and that position."""
         if last is None:
-            last = await session.scalar(
-                select(MessageRow.position)
-                .where(MessageRow.channel_id == channel_id)
-                .order_by(MessageRow.position.desc())
-                .limit(1)
-            )
+            last = await session.scalar(_NEWEST_POSITION, {"channel": channel_id})
         if not messages:
-            return []
+            return [], last
         position = last or 0
         now = utcnow()
         stored = [
@@ -337,41 +421,29 @@ class HistoryStore:
             }
             for offset, message in enumerate(stored, start=1)
         ]
-        # one multi-row INSERT on the table, as this runs twice a turn: the ORM's bulk insert
-        # would split the rows by which columns are None, and asking for the ids in row order
-        # would make SQLite insert them one by one; the positions tell the ids apart instead
-        table = MessageRow.__table__
-        inserted = await session.execute(
-            insert(table).returning(table.c.position, table.c.id), rows
-        )
-        ids = dict(inserted.all())
+        ids = dict((await session.execute(_INSERT_MESSAGES, rows)).all())
         return [
             message.with_(id=ids[position + offset])
             for offset, message in enumerate(stored, start=1)
-        ]
+        ], last
 
     # -- reading ----------------------------------------------------------------------
 
-    async def _recent(
-        self, session: AsyncSession, channel_id: str, token_budget: int
-    ) -> tuple[list[Message], int | None]:
-        """The newest messages whose stored token counts just exceed ``token_budget`` (so
-        the caller can cut at a whole turn), oldest first, and the channel's newest position
-        (None: no messages). Reads pages from the newest end: the cost follows the budget,
-        not the channel's length."""
-        # plain rows of the columns a request needs (no dates to parse), not ORM objects:
-        # this runs every turn and reads the whole budget
-        table = MessageRow.__table__
-        columns = [table.c[name] for name in WINDOW_COLUMNS]
+    async def _recent(self, session: AsyncSession, channel_id: str, token_budget: int) -> _Window:
+        """The channel's window for ``token_budget`` (see ``_Window``): the one kept from
+        this process's last turn there if the channel is unchanged since, else read. The
+        read takes pages from the newest end: its cost follows the budget, not the
+        channel's length."""
+        kept = self._windows.pop(channel_id, None)
+        if kept is not None and kept.budget == token_budget:
+            if await self._unchanged(session, channel_id, kept):
+                return kept
         picked: list[Any] = []
         total = 0
-        before: int | None = None
+        before = _BEYOND_POSITIONS
         while total <= token_budget:
-            query = select(*columns).where(table.c.channel_id == channel_id)
-            if before is not None:
-                query = query.where(table.c.position < before)
             page = (
-                await session.execute(query.order_by(table.c.position.desc()).limit(WINDOW_PAGE))
+                await session.execute(_WINDOW_PAGE, {"channel": channel_id, "before": before})
             ).all()
             for row in page:
                 picked.append(row)
@@ -381,23 +453,54 @@ class HistoryStore:
             if len(page) < WINDOW_PAGE:
                 break
             before = page[-1][1]  # position
+        window = _Window(token_budget)
         # unpacked by position: attribute access by name costs more per row
-        recent = [
-            Message(
-                role=role,
-                content=content,
-                tool_calls=tuple(ToolCall.from_dict(c) for c in tool_calls) if tool_calls else (),
-                tool_call_id=tool_call_id,
-                name=tool_name,
-                id=id_,
-                turn_id=turn_id,
-                tokens=tokens,
+        for id_, position, turn_id, role, content, tool_calls, call_id, name, tokens in reversed(
+            picked
+        ):
+            calls = tuple(ToolCall.from_dict(c) for c in tool_calls) if tool_calls else ()
+            window.add(
+                position,
+                Message(
+                    role=role,
+                    content=content,
+                    tool_calls=calls,
+                    tool_call_id=call_id,
+                    name=name,
+                    id=id_,
+                    turn_id=turn_id,
+                    tokens=tokens,
+                ),
             )
-            for id_, _, turn_id, role, content, tool_calls, tool_call_id, tool_name, tokens in (
-                reversed(picked)
-            )
-        ]
-        return recent, picked[0][1] if picked else None
+        return window
+
+    async def _unchanged(self, session: AsyncSession, channel_id: str, window: _Window) -> bool:
+        """Whether the channel's rows from the window's oldest on are exactly the window's.
+        A row added since has a higher id; a row deleted lowers the count (deletions made
+        through this store also drop its kept windows: SQLite may reuse the highest id)."""
+        oldest = window.positions[0] if window.positions else 0
+        count, highest = (
+            await session.execute(_WINDOW_SPAN, {"channel": channel_id, "oldest": oldest})
+        ).one()
+        ids = [message.id for message in window.messages]
+        return count == len(ids) and highest == max(ids, default=None)  # type: ignore[type-var]
+
+    def _keep_window(self, channel_id: str, window: _Window, deletions: int) -> None:
+        """Keep ``window`` for the channel's next turn, unless a deletion ran since it was
+        taken out (``deletions``: the count then)."""
+        if deletions != self._deletions:
+            return
+        self._windows[channel_id] = window
+        if len(self._windows) > KEPT_WINDOWS:
+            del self._windows[next(iter(self._windows))]
+
+    def _forget_windows(self, channel_id: str | None = None) -> None:
+        """Before a deletion: drop the kept window of ``channel_id`` (None: of all)."""
+        self._deletions += 1
+        if channel_id is None:
+            self._windows.clear()
+        else:
+            self._windows.pop(channel_id, None)
 
     async def messages(self, channel_id: str) -> list[Message]:
         """All of one channel's messages, in order."""
@@ -496,6 +599,7 @@ class HistoryStore:
 
     async def delete_channel(self, channel_id: str) -> int:
         """Forget one session; returns how many messages were deleted."""
+        self._forget_windows(channel_id)
         async with self.sessions.begin() as session:
             deleted = await session.execute(
                 delete(MessageRow).where(MessageRow.channel_id == channel_id)
@@ -506,6 +610,7 @@ class HistoryStore:
 
     async def delete_slack_message(self, channel_id: str, slack_ts: str) -> int:
         """A message deleted in Slack is deleted here too."""
+        self._forget_windows(channel_id)
         async with self.sessions.begin() as session:
             deleted = await session.execute(
                 delete(MessageRow).where(
@@ -516,6 +621,7 @@ class HistoryStore:
 
     async def purge(self, older_than: datetime) -> int:
         """Retention: delete messages created before ``older_than``, and turns left empty."""
+        self._forget_windows()
         async with self.sessions.begin() as session:
             deleted = await session.execute(
                 delete(MessageRow).where(MessageRow.created_at < older_than)
@@ -541,6 +647,20 @@ def _storable(text: str | None) -> str | None:
     """PostgreSQL text cannot hold NUL (a model's answer or a tool's text may have one): it
     is dropped, on every backend alike."""
     return text.replace("\x00", "") if text and "\x00" in text else text
+
+
+def _windowed(message: Message) -> Message:
+    """``message`` as the window read gives it back: as stored, with what a request needs."""
+    return Message(
+        role=message.role,
+        content=_storable(message.content),
+        tool_calls=message.tool_calls,
+        tool_call_id=message.tool_call_id,
+        name=message.name,
+        id=message.id,
+        turn_id=message.turn_id,
+        tokens=message.tokens,
+    )
 
 
 def _message(row: Any) -> Message:

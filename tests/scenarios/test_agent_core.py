@@ -330,3 +330,94 @@ async def test_channels_do_not_share_history(make_services, fake_openai: FakeOpe
     await ask(services, "secret of A", channel="CA")
     await ask(services, "question in B", channel="CB")
     assert "secret of A" not in json.dumps(fake_openai.requests[1].body)
+
+
+def history_sent(request) -> list[tuple]:  # type: ignore[no-untyped-def]
+    """A chat request's history as (role, user text or call ids or result's call id)."""
+    shown = []
+    for m in request.body["messages"][1:]:
+        if m["role"] == "tool":
+            shown.append(("tool", m["tool_call_id"]))
+        elif m.get("tool_calls"):
+            shown.append(("assistant", tuple(c["id"] for c in m["tool_calls"])))
+        else:
+            shown.append((m["role"], m["content"]))
+    return shown
+
+
+async def test_a_process_that_kept_the_window_sends_what_a_fresh_read_gives(
+    make_services, fake_openai: FakeOpenAI
+) -> None:
+    # the process keeps each channel's window between turns; with old turns dropping out
+    # of a small budget, what it sends must equal what a process reading afresh sends
+    kept = make_services(HISTORY_TOKEN_BUDGET=300)
+    for channel in ("CKEPT", "CFRESH"):
+        for n in range(12):
+            fake_openai.script(
+                ToolUse("get_current_time", {}, f"call{n}"),
+                Reply(text=f"answer {n} " + "words " * (n % 4) * 5),
+            )
+            await ask(kept, f"question {n} " + "padding " * (n % 3) * 10, channel=channel)
+    fresh_reader = make_services(HISTORY_TOKEN_BUDGET=300)
+    fake_openai.reset()
+    fake_openai.script(Reply(text="one"), Reply(text="two"))
+
+    await ask(kept, "next", channel="CKEPT")
+    await ask(fresh_reader, "next", channel="CFRESH")
+
+    from_kept, from_fresh = (history_sent(r) for r in fake_openai.requests)
+    assert from_kept == from_fresh
+    assert from_kept[0] != ("user", "question 0 ") and from_kept[-1] == ("user", "next")
+    assert 4 < len(from_kept) < 40
+
+
+async def test_turns_stored_by_another_process_reach_the_model(
+    make_services, fake_openai: FakeOpenAI
+) -> None:
+    first, second = make_services(), make_services()
+    fake_openai.script(Reply(text="a1"), Reply(text="a2"), Reply(text="a3"), Reply(text="a4"))
+    await ask(first, "q1")
+    await ask(second, "q2")
+    await ask(first, "q3")
+    await ask(first, "q4")
+
+    assert history_sent(fake_openai.requests[2]) == [
+        ("user", "q1"),
+        ("assistant", "a1"),
+        ("user", "q2"),
+        ("assistant", "a2"),
+        ("user", "q3"),
+    ]
+    assert [c for _, c in history_sent(fake_openai.requests[3])] == [
+        "q1",
+        "a1",
+        "q2",
+        "a2",
+        "q3",
+        "a3",
+        "q4",
+    ]
+
+
+@pytest.mark.parametrize("deleted_by", ["this process", "another process"])
+async def test_a_deleted_message_leaves_the_window(
+    make_services, fake_openai: FakeOpenAI, deleted_by: str
+) -> None:
+    services = make_services()
+    deleter = services if deleted_by == "this process" else make_services()
+    fake_openai.script(*(Reply(text=f"a{n}") for n in range(4)))
+    await ask(services, "q1", ts="1700000000.000100")
+    await ask(services, "q2", ts="1700000000.000200")
+    await ask(services, "q3", ts="1700000000.000300")
+
+    assert await deleter.store.delete_slack_message("C1", "1700000000.000200") == 1
+    await ask(services, "q4", ts="1700000000.000400")
+
+    assert [c for _, c in history_sent(fake_openai.requests[3])] == [
+        "q1",
+        "a0",
+        "a1",
+        "q3",
+        "a2",
+        "q4",
+    ]
