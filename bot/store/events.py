@@ -33,13 +33,14 @@ transactions, not one each, which keeps acknowledgements fast even on SQLite's s
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, and_, delete, insert, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, and_, delete, insert, or_, select, text, tuple_, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -71,6 +72,27 @@ _KEY = tuple_(SlackEventRow.channel_id, SlackEventRow.message_ts)
 #: a place in a channel's queue kept for a claimed message, until its turn takes it
 _PLACE = tuple_(ChannelTicket.channel_id, ChannelTicket.order_key)
 
+#: PostgreSQL: new claims and their places in their channels' queues, in one statement
+_CLAIM_AND_QUEUE = text(
+    """
+    WITH claimed AS (
+        INSERT INTO slack_events (channel_id, message_ts, event_id, status, holder,
+                                  lease_until, question, created_at, updated_at)
+        SELECT channel, ts, event_id, :status, :holder, :lease_until, CAST(question AS JSON),
+               :now, :now
+        FROM unnest(CAST(:channels AS VARCHAR[]), CAST(:tss AS VARCHAR[]),
+                    CAST(:event_ids AS VARCHAR[]), CAST(:questions AS TEXT[]))
+             AS new (channel, ts, event_id, question)
+        ON CONFLICT (channel_id, message_ts) DO NOTHING
+        RETURNING channel_id, message_ts
+    ), places AS (
+        INSERT INTO channel_tickets (channel_id, order_key, holding, expires_at)
+        SELECT channel_id, message_ts, false, :ticket_expires FROM claimed
+    )
+    SELECT channel_id, message_ts FROM claimed
+    """
+)
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
@@ -95,6 +117,7 @@ class SlackEvents:
         self._queues_shared = engine.dialect.name == "postgresql"
         dialect = postgresql if self._queues_shared else sqlite
         self._insert = dialect.insert
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._claims = _GroupCommit(self._claim_all)
         self._replies = _GroupCommit(self._keep_replies)
         self._releases = _GroupCommit(self._release_all)
@@ -199,30 +222,59 @@ class SlackEvents:
         events: dict[Key, tuple[str | None, Any]] = {}
         for key, event_id, question in items:
             events.setdefault(key, (event_id, question))
-        async with self.engine.begin() as connection:
-            claimed = await self._insert_new(connection, events, now)
-            others = [key for key in events if key not in claimed]
-            if others:
-                claimed |= await self._take_over(connection, others, now)
-            if claimed and self._queues_shared:
-                await connection.execute(
-                    insert(ChannelTicket),
-                    [
-                        {
-                            "channel_id": channel,
-                            "order_key": ts,
-                            "holding": False,
-                            "expires_at": now + TICKET_TTL,
-                        }
-                        for channel, ts in claimed
-                    ],
-                )
+        if self._queues_shared:
+            claimed = await self._claim_and_queue(events, now)
+        else:
+            async with self.engine.begin() as connection:
+                claimed = await self._insert_new(connection, events, now)
+        others = [key for key in events if key not in claimed]
+        if others:  # seen before: a Slack retry, or the same message delivered twice
+            async with self.engine.begin() as connection:
+                taken = await self._take_over(connection, others, now)
+                if taken and self._queues_shared:
+                    await connection.execute(
+                        insert(ChannelTicket),
+                        [
+                            {
+                                "channel_id": channel,
+                                "order_key": ts,
+                                "holding": False,
+                                "expires_at": now + TICKET_TTL,
+                            }
+                            for channel, ts in taken
+                        ],
+                    )
+            claimed |= taken
         # the same message twice in one batch: only its first delivery gets it
         results = []
         for key, _, _ in items:
             results.append(key in claimed)
             claimed.discard(key)
         return results
+
+    async def _claim_and_queue(
+        self, events: dict[Key, tuple[str | None, Any]], now: datetime
+    ) -> set[Key]:
+        """PostgreSQL: insert the new claims with their places in line, atomically, in one
+        round trip (no BEGIN and COMMIT): in a burst, each round trip waits behind the
+        requests being read in, and the acks wait for this."""
+        params = {
+            "channels": [channel for channel, _ in events],
+            "tss": [ts for _, ts in events],
+            "event_ids": [event_id for event_id, _ in events.values()],
+            "questions": [
+                None if question is None else json.dumps(question)
+                for _, question in events.values()
+            ],
+            "status": RECEIVED,
+            "holder": self.holder,
+            "lease_until": now + LEASE,
+            "now": now,
+            "ticket_expires": now + TICKET_TTL,
+        }
+        async with self._autocommit.connect() as connection:
+            inserted = await connection.execute(_CLAIM_AND_QUEUE, params)
+            return {(channel, ts) for channel, ts in inserted}
 
     async def _insert_new(
         self, connection: AsyncConnection, events: dict[Key, tuple[str | None, Any]], now: datetime
