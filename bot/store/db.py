@@ -51,4 +51,4 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
 def _sqlite_begin_immediate(connection) -> None:  # type: ignore[no-untyped-def]
     # BEGIN IMMEDIATE takes the write lock up front, so busy_timeout applies instead of a
     # deferred transaction failing at once with "database is locked" when it upgrades
-    connection.exec_driver_sql("BEGIN IMMEDIATE")
+    connection.connection.driver_connection.begin_with_next_statement("BEGIN IMMEDIATE")

@@ -4,7 +4,8 @@ aiosqlite runs the sqlite3 connection on a thread of its own, and SQLAlchemy's a
 makes four trips there for each statement (open a cursor, execute, fetch the rows, close).
 Every trip costs a thread switch and a wake-up of the event loop, which is most of what a
 statement costs here: a turn runs about a dozen. The cursor below does the four steps in
-one trip and keeps the rows, which is what SQLAlchemy's adapter reads from it after.
+one trip and keeps the rows, which is what SQLAlchemy's adapter reads from it after; and
+a transaction's BEGIN goes along with its first statement.
 """
 
 from __future__ import annotations
@@ -36,8 +37,26 @@ def connector(database_url: str, timeout: float):  # type: ignore[no-untyped-def
 
 
 class OneTripConnection(aiosqlite.Connection):
+    #: a BEGIN to run just before the next statement, in the same trip
+    begin: str | None = None
+
     def cursor(self) -> OneTripCursor:  # type: ignore[override]
         return OneTripCursor(self)
+
+    def begin_with_next_statement(self, begin: str) -> None:
+        """Start a transaction with ``begin`` (e.g. "BEGIN IMMEDIATE"), sent along with the
+        next statement; a transaction that ends before it sends none ends as it began."""
+        self.begin = begin
+
+    async def commit(self) -> None:
+        if self.begin is None:
+            await super().commit()
+        self.begin = None
+
+    async def rollback(self) -> None:
+        if self.begin is None:
+            await super().rollback()
+        self.begin = None
 
 
 class OneTripCursor:
@@ -60,14 +79,15 @@ class OneTripCursor:
         self._rows = []
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> OneTripCursor:
-        done = await self._connection._execute(_run, self._connection, "execute", sql, parameters)
-        self.description, self.rowcount, self.lastrowid, self._rows = done
-        return self
+        return await self._trip("execute", sql, parameters)
 
     async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> OneTripCursor:
-        done = await self._connection._execute(
-            _run, self._connection, "executemany", sql, parameters
-        )
+        return await self._trip("executemany", sql, parameters)
+
+    async def _trip(self, method: str, sql: str, parameters: Any) -> OneTripCursor:
+        connection = self._connection
+        begin, connection.begin = connection.begin, None
+        done = await connection._execute(_run, connection, begin, method, sql, parameters)
         self.description, self.rowcount, self.lastrowid, self._rows = done
         return self
 
@@ -88,11 +108,13 @@ class OneTripCursor:
 
 
 def _run(
-    connection: OneTripConnection, method: str, sql: str, parameters: Any
+    connection: OneTripConnection, begin: str | None, method: str, sql: str, parameters: Any
 ) -> tuple[Any, int, int | None, list[Any]]:
     # on the connection's thread
     cursor = connection._conn.cursor()
     try:
+        if begin is not None:
+            cursor.execute(begin)
         getattr(cursor, method)(sql, parameters)
         rows = cursor.fetchall() if cursor.description else []
         return cursor.description, cursor.rowcount, cursor.lastrowid, rows

@@ -59,3 +59,36 @@ async def test_statements_from_many_tasks_share_the_connection(engine) -> None: 
     await asyncio.gather(*(insert(n) for n in range(50)))
     async with engine.connect() as connection:
         assert (await connection.execute(text("SELECT count(*) FROM t"))).scalar() == 50
+
+
+async def test_a_writer_waits_for_another_connections_transaction(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'driver.db'}"
+    first, second = create_engine(url), create_engine(url)
+    try:
+        async with first.begin() as connection:
+            await connection.execute(text("CREATE TABLE t (n INTEGER)"))
+        order = []
+
+        async def hold() -> None:
+            async with first.begin() as connection:
+                await connection.execute(text("INSERT INTO t VALUES (1)"))
+                await asyncio.sleep(0.3)
+                order.append("first commits")
+
+        async def write() -> None:
+            await asyncio.sleep(0.1)
+            async with second.begin() as connection:  # BEGIN IMMEDIATE waits for the lock
+                count = (await connection.execute(text("SELECT count(*) FROM t"))).scalar()
+                await connection.execute(text("INSERT INTO t VALUES (:n)"), {"n": count + 1})
+            order.append("second commits")
+
+        await asyncio.gather(hold(), write())
+        async with second.connect() as connection:
+            rows = (await connection.execute(text("SELECT n FROM t ORDER BY n"))).scalars()
+            assert rows.all() == [1, 2]
+        assert order == ["first commits", "second commits"]
+        async with first.begin():  # a transaction without a statement
+            pass
+    finally:
+        await first.dispose()
+        await second.dispose()
