@@ -40,7 +40,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import ColumnElement, and_, delete, insert, or_, select, text, tuple_, update
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    bindparam,
+    delete,
+    insert,
+    or_,
+    select,
+    text,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
@@ -322,16 +333,28 @@ class SlackEvents:
 
     async def _keep_replies(self, items: list[tuple[Key, dict[str, Any]]]) -> list[bool]:
         now = utcnow()
-        kept = []
+        keys = [key for key, _ in items]
         async with self.engine.begin() as connection:
-            for key, reply in items:
-                updated = await connection.execute(
-                    update(SlackEventRow)
-                    .where(_KEY == key, self._held_here, SlackEventRow.status == RECEIVED)
-                    .values(status=STORED, reply=reply, updated_at=now)
+            # one statement for the batch (not one a reply: on SQLite each is a trip to its
+            # thread, with the single connection held), then which of them are ours
+            await connection.execute(
+                update(SlackEventRow)
+                .where(
+                    SlackEventRow.channel_id == bindparam("channel"),
+                    SlackEventRow.message_ts == bindparam("ts"),
+                    self._held_here,
+                    SlackEventRow.status == RECEIVED,
                 )
-                kept.append(updated.rowcount == 1)
-        return kept
+                .values(status=STORED, reply=bindparam("kept"), updated_at=now),
+                [{"channel": channel, "ts": ts, "kept": reply} for (channel, ts), reply in items],
+            )
+            kept = await connection.execute(
+                select(SlackEventRow.channel_id, SlackEventRow.message_ts).where(
+                    _KEY.in_(keys), self._held_here, SlackEventRow.status == STORED
+                )
+            )
+            ours = {(channel, ts) for channel, ts in kept}
+        return [key in ours for key in keys]
 
     async def _release_all(self, items: list[tuple[Key, str]]) -> list[None]:
         now = utcnow()

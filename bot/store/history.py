@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -594,8 +595,13 @@ class HistoryStore:
     # -- names, deletion and retention ------------------------------------------------
 
     async def set_channel_name(self, channel_id: str, name: str) -> None:
+        upsert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
+        statement = upsert(ChannelRow).values(channel_id=channel_id, name=name, updated_at=utcnow())
+        renamed = {"name": statement.excluded.name, "updated_at": statement.excluded.updated_at}
         async with self.sessions.begin() as session:
-            await session.merge(ChannelRow(channel_id=channel_id, name=name, updated_at=utcnow()))
+            await session.execute(
+                statement.on_conflict_do_update(index_elements=["channel_id"], set_=renamed)
+            )
 
     async def delete_channel(self, channel_id: str) -> int:
         """Forget one session; returns how many messages were deleted."""
