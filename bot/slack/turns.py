@@ -9,6 +9,9 @@
 * Every task is tracked: shutdown stops taking work, gives what is in flight a bounded time,
   and hands back the claims of what it had to stop (another process takes them over).
   Claims in hand have their leases renewed.
+* Channel names (for the admin pages) are asked of Slack once per channel and process, after
+  its first answer, one at a time at conversations.info's pace (a Tier 3 method: 50 or so
+  a minute), so a burst of new channels neither waits for them nor trips the rate limit.
 * Questions of a process that died are taken over (``take_over_abandoned``, which the
   Sweeper calls): answered like any other, or, when their turn was stored, their kept reply
   posted, in the channel's queue like any other work.
@@ -17,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import functools
 import heapq
@@ -43,6 +47,8 @@ ACKS_FIRST_S = 0.5
 #: finished claims are kept this long (Slack's last retry comes about 5 minutes later)
 KEEP_CLAIMS = timedelta(days=1)
 FORGET_EVERY_S = 3_600
+#: one conversations.info at most this often (Slack's Tier 3: 50 or more a minute)
+NAME_EVERY_S = 1.2
 
 
 @dataclass(frozen=True)
@@ -70,8 +76,11 @@ class TurnRunner:
         self._order = itertools.count()
         self._signs: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._held: set[tuple[str, str]] = set()
-        #: channels whose name this process has asked Slack for
+        #: channels whose name this process has asked Slack for, or will
         self._named: set[str] = set()
+        self._to_name: collections.deque[str] = collections.deque()
+        self._namer: asyncio.Task[None] | None = None
+        self._last_named = float("-inf")
         self._keeper: asyncio.Task[None] | None = None
         self._acking = 0
         self._acks_sent = asyncio.Event()
@@ -134,9 +143,10 @@ class TurnRunner:
             if pending:
                 log.warning("stopped %d task(s) that did not finish in time", len(pending))
                 await asyncio.gather(*pending, return_exceptions=True)
-        if self._keeper is not None:
-            self._keeper.cancel()
-            await asyncio.gather(self._keeper, return_exceptions=True)
+        for helper in (self._keeper, self._namer):
+            if helper is not None:
+                helper.cancel()
+                await asyncio.gather(helper, return_exceptions=True)
 
     @contextlib.contextmanager
     def acknowledging(self) -> Iterator[None]:
@@ -203,7 +213,16 @@ class TurnRunner:
         # once per channel and process, after the answer (a DM has no name)
         if question.channel not in self._named and not question.channel.startswith("D"):
             self._named.add(question.channel)
-            self._spawn(self.delivery.learn_channel_name(question.channel))
+            self._to_name.append(question.channel)
+            if self._namer is None or self._namer.done():
+                self._namer = asyncio.create_task(self._learn_names())
+
+    async def _learn_names(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._to_name:
+            await asyncio.sleep(self._last_named + NAME_EVERY_S - loop.time())
+            self._last_named = loop.time()
+            await self.delivery.learn_channel_name(self._to_name.popleft())
 
     async def _post_kept(self, kept: KeptReply) -> None:
         async def post() -> bool:

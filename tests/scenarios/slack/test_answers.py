@@ -3,12 +3,15 @@ place, with a working sign, mrkdwn, unfurls off, long answers split, failures as
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import re
 import time
 
 import pytest
 
 from bot.agent.service import Conversations
+from bot.slack.turns import NAME_EVERY_S
 from tests.fakes.openai_server import Fail, FakeOpenAI, Reply
 from tests.fakes.slack_server import MAX_TEXT, FakeSlack
 from tests.scenarios.slack.conftest import (
@@ -213,6 +216,29 @@ async def test_the_channel_name_is_stored_for_the_admin_pages_once(
         await fake_slack.wait_for(turn_finished(channel, ts))
     await bot.idle()
 
+    async def names() -> dict[str, str | None]:
+        return {s.channel_id: s.name for s in await db.history.list_sessions()}
+
+    deadline = time.monotonic() + 5  # asked in the background, after the answer
+    while (await names())["C1"] is None and time.monotonic() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.02)
     assert [c.args["channel"] for c in fake_slack.calls_to("conversations.info")] == ["C1"]
-    names = {s.channel_id: s.name for s in await db.history.list_sessions()}
-    assert names == {"C1": "support", "D1": None}
+    assert await names() == {"C1": "support", "D1": None}
+
+
+async def test_channel_names_are_asked_at_slacks_pace(
+    bot: RunningBot, fake_slack: FakeSlack, db: Database, clock: Clock
+) -> None:
+    """conversations.info is a Tier 3 method (50 or so a minute): a burst of new channels
+    is answered at once, and their names are asked one at a time, NAME_EVERY_S apart."""
+    channels = ["C1", "C2", "C3"]
+    sent = [(channel, clock.ts()) for channel in channels]
+    for channel, ts in sent:
+        await bot.send(mention(channel, ts))
+    for channel, ts in sent:
+        await fake_slack.wait_for(turn_finished(channel, ts))
+    await fake_slack.wait_for(lambda s: len(s.calls_to("conversations.info")) == 3, timeout=10)
+
+    asked = [c.at for c in fake_slack.calls_to("conversations.info")]
+    assert all(b - a >= NAME_EVERY_S * 0.95 for a, b in itertools.pairwise(asked))
+    assert [c.args["channel"] for c in fake_slack.calls_to("conversations.info")] == channels
