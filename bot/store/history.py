@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.messages import Message, ToolCall, TurnRecord, utcnow
 from bot.store.db import sessionmaker
@@ -280,15 +280,15 @@ class HistoryStore:
         running was cut short by a crash, and is marked interrupted here."""
         channel_id = record.channel_id
         deletions = self._deletions
-        async with self.sessions.begin() as session:
-            interrupted = await session.execute(
+        async with self.engine.begin() as connection:
+            interrupted = await connection.execute(
                 _MARK_INTERRUPTED, {"channel": channel_id, "now": utcnow()}
             )
             if interrupted.rowcount:
                 log.warning("%d interrupted turn(s) in %s", interrupted.rowcount, channel_id)
-            window = await self._recent(session, channel_id, history_budget)
+            window = await self._recent(connection, channel_id, history_budget)
             recent, newest = list(window.messages), window.newest
-            turn_id = await session.scalar(
+            turn_id = await connection.scalar(
                 _INSERT_TURN,
                 {
                     "channel_id": channel_id,
@@ -302,7 +302,9 @@ class HistoryStore:
                 },
             )
             assert turn_id is not None
-            (stored,), _ = await self._append(session, channel_id, turn_id, [user_message], newest)
+            (stored,), _ = await self._append(
+                connection, channel_id, turn_id, [user_message], newest
+            )
         window.extend(newest, [stored])
         self._keep_window(channel_id, window, deletions)
         return BegunTurn(turn_id, stored, recent)
@@ -316,9 +318,9 @@ class HistoryStore:
     ) -> list[Message]:
         """Store the turn's other messages and its outcome, in one transaction."""
         window, deletions = self._windows.pop(record.channel_id, None), self._deletions
-        async with self.sessions.begin() as session:
-            stored, after = await self._append(session, record.channel_id, turn_id, messages)
-            await session.execute(
+        async with self.engine.begin() as connection:
+            stored, after = await self._append(connection, record.channel_id, turn_id, messages)
+            await connection.execute(
                 _UPDATE_TURN,
                 {
                     "turn": turn_id,
@@ -345,8 +347,8 @@ class HistoryStore:
         """Store messages of a turn still running (a round that must outlive a crash), in
         one transaction. Call under the channel lock."""
         window, deletions = self._windows.pop(channel_id, None), self._deletions
-        async with self.sessions.begin() as session:
-            stored, after = await self._append(session, channel_id, turn_id, messages)
+        async with self.engine.begin() as connection:
+            stored, after = await self._append(connection, channel_id, turn_id, messages)
         if window is not None and window.extend(after, stored):
             self._keep_window(channel_id, window, deletions)
         return stored
@@ -387,7 +389,7 @@ class HistoryStore:
 
     async def _append(
         self,
-        session: AsyncSession,
+        connection: AsyncConnection,
         channel_id: str,
         turn_id: int | None,
         messages: Sequence[Message],
@@ -396,7 +398,7 @@ class HistoryStore:
         """Insert ``messages`` after the channel's newest (``last``, when the caller has
         just read it in this transaction); returns them stored, and that position."""
         if last is None:
-            last = await session.scalar(_NEWEST_POSITION, {"channel": channel_id})
+            last = await connection.scalar(_NEWEST_POSITION, {"channel": channel_id})
         if not messages:
             return [], last
         position = last or 0
@@ -422,7 +424,7 @@ class HistoryStore:
             }
             for offset, message in enumerate(stored, start=1)
         ]
-        ids = dict((await session.execute(_INSERT_MESSAGES, rows)).all())
+        ids = dict((await connection.execute(_INSERT_MESSAGES, rows)).all())
         return [
             message.with_(id=ids[position + offset])
             for offset, message in enumerate(stored, start=1)
@@ -430,21 +432,23 @@ class HistoryStore:
 
     # -- reading ----------------------------------------------------------------------
 
-    async def _recent(self, session: AsyncSession, channel_id: str, token_budget: int) -> _Window:
+    async def _recent(
+        self, connection: AsyncConnection, channel_id: str, token_budget: int
+    ) -> _Window:
         """The channel's window for ``token_budget`` (see ``_Window``): the one kept from
         this process's last turn there if the channel is unchanged since, else read. The
         read takes pages from the newest end: its cost follows the budget, not the
         channel's length."""
         kept = self._windows.pop(channel_id, None)
         if kept is not None and kept.budget == token_budget:
-            if await self._unchanged(session, channel_id, kept):
+            if await self._unchanged(connection, channel_id, kept):
                 return kept
         picked: list[Any] = []
         total = 0
         before = _BEYOND_POSITIONS
         while total <= token_budget:
             page = (
-                await session.execute(_WINDOW_PAGE, {"channel": channel_id, "before": before})
+                await connection.execute(_WINDOW_PAGE, {"channel": channel_id, "before": before})
             ).all()
             for row in page:
                 picked.append(row)
@@ -475,13 +479,15 @@ class HistoryStore:
             )
         return window
 
-    async def _unchanged(self, session: AsyncSession, channel_id: str, window: _Window) -> bool:
+    async def _unchanged(
+        self, connection: AsyncConnection, channel_id: str, window: _Window
+    ) -> bool:
         """Whether the channel's rows from the window's oldest on are exactly the window's.
         A row added since has a higher id; a row deleted lowers the count (deletions made
         through this store also drop its kept windows: SQLite may reuse the highest id)."""
         oldest = window.positions[0] if window.positions else 0
         count, highest = (
-            await session.execute(_WINDOW_SPAN, {"channel": channel_id, "oldest": oldest})
+            await connection.execute(_WINDOW_SPAN, {"channel": channel_id, "oldest": oldest})
         ).one()
         ids = [message.id for message in window.messages]
         return count == len(ids) and highest == max(ids, default=None)  # type: ignore[type-var]
