@@ -85,6 +85,44 @@ _WINDOW_SPAN = select(func.count(), func.max(_MESSAGES.c.id)).where(
 )
 
 
+# The channel lock on PostgreSQL (see channel_lock): a per-channel advisory lock serialises
+# taking a channel, held until the transaction ends
+_LOCK_CHANNEL = text("SELECT pg_advisory_xact_lock(hashtext(:key))")
+#: takes the lock, then a new ticket in place of the one a Slack claim kept for the message
+_NEW_TICKET = text(
+    """
+    WITH locked AS (SELECT pg_advisory_xact_lock(hashtext(:key))),
+    kept AS (
+        DELETE FROM channel_tickets
+        WHERE channel_id = :channel AND order_key = :order_key AND NOT holding
+          AND EXISTS (SELECT FROM locked)
+    )
+    INSERT INTO channel_tickets (channel_id, order_key, holding, expires_at)
+    SELECT CAST(:channel AS VARCHAR), CAST(:order_key AS VARCHAR), false,
+           CAST(:expires AS TIMESTAMPTZ)
+    FROM locked
+    RETURNING id
+    """
+)
+#: the ticket holds the channel if no live ticket holds it or comes before it in line
+_HOLD_IF_FIRST = text(
+    """
+    UPDATE channel_tickets SET holding = true
+    WHERE id = :ticket AND NOT EXISTS (
+        SELECT FROM channel_tickets AS other
+        WHERE other.channel_id = :channel AND other.expires_at > :now
+          AND (other.holding OR (other.order_key, other.id)
+                                 < (CAST(:order_key AS VARCHAR), CAST(:ticket AS BIGINT)))
+    )
+    RETURNING id
+    """
+)
+
+
+def _lock_key(channel_id: str) -> str:
+    return f"bot-channel:{channel_id}"
+
+
 @dataclass(frozen=True)
 class BegunTurn:
     """A turn just begun: its id, the stored user message, and the channel's recent
@@ -152,6 +190,8 @@ class HistoryStore:
         self._windows: dict[str, _Window] = {}
         #: counts deletions, so a window taken out before one is not put back after it
         self._deletions = 0
+        #: for single statements that need no transaction of their own
+        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
 
     # -- the channel lock -------------------------------------------------------------
 
@@ -173,16 +213,18 @@ class HistoryStore:
             async with arrivals:
                 yield
             return
+        order_key = order_key or f"{time.time():.6f}"
         async with arrivals:
-            ticket, holding = await self._take_ticket(channel_id, order_key or f"{time.time():.6f}")
+            ticket, holding = await self._take_ticket(channel_id, order_key)
         renewer = asyncio.create_task(self._renew(ticket))
         try:
             delay = poll
             while not holding:
                 await asyncio.sleep(delay)
                 delay = min(delay * 1.5, 0.25)
-                async with self.sessions.begin() as session:
-                    holding = await self._hold_if_first(session, channel_id, ticket)
+                async with self.engine.begin() as connection:
+                    await connection.execute(_LOCK_CHANNEL, {"key": _lock_key(channel_id)})
+                    holding = await self._hold_if_first(connection, channel_id, order_key, ticket)
             yield
         finally:
             renewer.cancel()
@@ -193,55 +235,38 @@ class HistoryStore:
     async def _take_ticket(self, channel_id: str, order_key: str) -> tuple[int, bool]:
         """A new ticket, and whether it already holds the channel (the usual, idle case). It
         replaces the place a Slack claim kept in line for the same message, if any."""
-        async with self.sessions.begin() as session:
-            await session.execute(
-                delete(ChannelTicket).where(
-                    ChannelTicket.channel_id == channel_id,
-                    ChannelTicket.order_key == order_key,
-                    ChannelTicket.holding.is_(False),
-                )
+        async with self.engine.begin() as connection:
+            ticket = await connection.scalar(
+                _NEW_TICKET,
+                {
+                    "key": _lock_key(channel_id),
+                    "channel": channel_id,
+                    "order_key": order_key,
+                    "expires": utcnow() + TICKET_TTL,
+                },
             )
-            row = ChannelTicket(
-                channel_id=channel_id,
-                order_key=order_key,
-                holding=False,
-                expires_at=utcnow() + TICKET_TTL,
-            )
-            session.add(row)
-            await session.flush()
-            return row.id, await self._hold_if_first(session, channel_id, row.id)
+            assert ticket is not None
+            return ticket, await self._hold_if_first(connection, channel_id, order_key, ticket)
 
-    async def _hold_if_first(self, session: AsyncSession, channel_id: str, ticket: int) -> bool:
-        """Take the channel if this ticket is first in line and nobody holds it."""
-        if session.bind.dialect.name == "postgresql":
-            # serialises this short check-and-set per channel (SQLite's BEGIN IMMEDIATE
-            # already serialises every writer)
-            await session.execute(
-                text("SELECT pg_advisory_xact_lock(hashtext(:key))"),
-                {"key": f"bot-channel:{channel_id}"},
-            )
-        live = (
-            await session.execute(
-                select(ChannelTicket.id, ChannelTicket.holding)
-                .where(
-                    ChannelTicket.channel_id == channel_id,
-                    ChannelTicket.expires_at > utcnow(),
-                )
-                .order_by(ChannelTicket.order_key, ChannelTicket.id)
-            )
-        ).all()
-        if any(holding for _, holding in live) or (live and live[0].id != ticket):
-            # while waiting, clear tickets that crashed processes left behind
-            await session.execute(
-                delete(ChannelTicket).where(
-                    ChannelTicket.channel_id == channel_id, ChannelTicket.expires_at <= utcnow()
-                )
-            )
-            return False
-        await session.execute(
-            update(ChannelTicket).where(ChannelTicket.id == ticket).values(holding=True)
+    async def _hold_if_first(
+        self, connection: AsyncConnection, channel_id: str, order_key: str, ticket: int
+    ) -> bool:
+        """Take the channel if this ticket is first in line and nobody holds it. Call with
+        the channel's advisory lock taken, in an earlier statement of the transaction: it
+        serialises this check-and-set, and a statement sees what was committed before it."""
+        now = utcnow()
+        held = await connection.scalar(
+            _HOLD_IF_FIRST,
+            {"ticket": ticket, "channel": channel_id, "order_key": order_key, "now": now},
         )
-        return True
+        if held is None:
+            # while waiting, clear tickets that crashed processes left behind
+            await connection.execute(
+                delete(ChannelTicket).where(
+                    ChannelTicket.channel_id == channel_id, ChannelTicket.expires_at <= now
+                )
+            )
+        return held is not None
 
     async def _renew(self, ticket: int) -> None:
         while True:
@@ -262,8 +287,10 @@ class HistoryStore:
         for pause in (0.0, 0.2, 1.0):
             await asyncio.sleep(pause)
             try:
-                async with self.sessions.begin() as session:
-                    await session.execute(delete(ChannelTicket).where(ChannelTicket.id == ticket))
+                async with self._autocommit.connect() as connection:
+                    await connection.execute(
+                        delete(ChannelTicket).where(ChannelTicket.id == ticket)
+                    )
                 return
             except (OperationalError, DBAPIError):
                 log.warning("could not drop channel ticket %s; trying again", ticket)
