@@ -406,6 +406,10 @@ class _GroupCommit(Generic[Item, Result]):
         return await future
 
     async def _drain(self) -> None:
+        # let the requests already read in submit first: a burst then starts with one
+        # batch, not with its first request alone (whose round trips would wait behind the
+        # rest being read in)
+        await asyncio.sleep(0)
         while self._waiting:
             batch, self._waiting = self._waiting, []
             try:
