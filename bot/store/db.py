@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import event
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
 
 from bot.config import async_database_url
@@ -35,6 +36,16 @@ def create_engine(database_url: str) -> AsyncEngine:
 
 def sessionmaker(engine: AsyncEngine) -> async_sessionmaker:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def autocommit(engine: AsyncEngine) -> AsyncEngine:
+    """The engine for single statements that need no BEGIN and COMMIT round trips."""
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
+def insert_for(engine: AsyncEngine):  # type: ignore[no-untyped-def]
+    """The backend's INSERT, which has ON CONFLICT (DO NOTHING / DO UPDATE)."""
+    return (postgresql if engine.dialect.name == "postgresql" else sqlite).insert
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]

@@ -52,10 +52,10 @@ from sqlalchemy import (
     tuple_,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.messages import utcnow
+from bot.store.db import autocommit, insert_for
 from bot.store.history import TICKET_TTL
 from bot.store.models import ChannelTicket, SlackEventRow
 
@@ -126,9 +126,8 @@ class SlackEvents:
         self.holder = uuid.uuid4().hex
         #: several processes share the channel queues only on PostgreSQL (see channel_lock)
         self._queues_shared = engine.dialect.name == "postgresql"
-        dialect = postgresql if self._queues_shared else sqlite
-        self._insert = dialect.insert
-        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._insert = insert_for(engine)
+        self._autocommit = autocommit(engine)
         self._claims = _GroupCommit(self._claim_all)
         self._replies = _GroupCommit(self._keep_replies)
         self._releases = _GroupCommit(self._release_all)

@@ -13,12 +13,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.messages import Message, ToolCall, TurnRecord, utcnow
-from bot.store.db import sessionmaker
+from bot.store.db import autocommit, insert_for, sessionmaker
 from bot.store.models import ChannelRow, ChannelTicket, MessageRow, TurnRow
 
 log = logging.getLogger(__name__)
@@ -191,7 +190,7 @@ class HistoryStore:
         #: counts deletions, so a window taken out before one is not put back after it
         self._deletions = 0
         #: for single statements that need no transaction of their own
-        self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
+        self._autocommit = autocommit(engine)
 
     # -- the channel lock -------------------------------------------------------------
 
@@ -344,7 +343,7 @@ class HistoryStore:
         state: dict[str, Any] | None = None,
     ) -> list[Message]:
         """Store the turn's other messages and its outcome, in one transaction."""
-        window, deletions = self._windows.pop(record.channel_id, None), self._deletions
+        deletions = self._deletions
         async with self.engine.begin() as connection:
             stored, after = await self._append(connection, record.channel_id, turn_id, messages)
             await connection.execute(
@@ -364,8 +363,7 @@ class HistoryStore:
                     "finished_at": utcnow(),
                 },
             )
-        if window is not None and window.extend(after, stored):
-            self._keep_window(record.channel_id, window, deletions)
+        self._extend_window(record.channel_id, after, stored, deletions)
         return stored
 
     async def append(
@@ -373,11 +371,10 @@ class HistoryStore:
     ) -> list[Message]:
         """Store messages of a turn still running (a round that must outlive a crash), in
         one transaction. Call under the channel lock."""
-        window, deletions = self._windows.pop(channel_id, None), self._deletions
+        deletions = self._deletions
         async with self.engine.begin() as connection:
             stored, after = await self._append(connection, channel_id, turn_id, messages)
-        if window is not None and window.extend(after, stored):
-            self._keep_window(channel_id, window, deletions)
+        self._extend_window(channel_id, after, stored, deletions)
         return stored
 
     async def claim_turn(self, turn_id: int, outcome: str) -> bool:
@@ -528,6 +525,15 @@ class HistoryStore:
         if len(self._windows) > KEPT_WINDOWS:
             del self._windows[next(iter(self._windows))]
 
+    def _extend_window(
+        self, channel_id: str, after: int | None, stored: Sequence[Message], deletions: int
+    ) -> None:
+        """After messages were stored after position ``after``: the channel's kept window
+        takes them, or is dropped when it does not end there."""
+        window = self._windows.pop(channel_id, None)
+        if window is not None and window.extend(after, stored):
+            self._keep_window(channel_id, window, deletions)
+
     def _forget_windows(self, channel_id: str | None = None) -> None:
         """Before a deletion: drop the kept window of ``channel_id`` (None: of all)."""
         self._deletions += 1
@@ -628,7 +634,7 @@ class HistoryStore:
     # -- names, deletion and retention ------------------------------------------------
 
     async def set_channel_name(self, channel_id: str, name: str) -> None:
-        upsert = (postgresql if self.engine.dialect.name == "postgresql" else sqlite).insert
+        upsert = insert_for(self.engine)
         statement = upsert(ChannelRow).values(channel_id=channel_id, name=name, updated_at=utcnow())
         renamed = {"name": statement.excluded.name, "updated_at": statement.excluded.updated_at}
         async with self.sessions.begin() as session:
@@ -690,15 +696,8 @@ def _storable(text: str | None) -> str | None:
 
 def _windowed(message: Message) -> Message:
     """``message`` as the window read gives it back: as stored, with what a request needs."""
-    return Message(
-        role=message.role,
-        content=_storable(message.content),
-        tool_calls=message.tool_calls,
-        tool_call_id=message.tool_call_id,
-        name=message.name,
-        id=message.id,
-        turn_id=message.turn_id,
-        tokens=message.tokens,
+    return message.with_(
+        content=_storable(message.content), user_id=None, slack_ts=None, created_at=None
     )
 
 
