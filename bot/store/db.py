@@ -17,18 +17,19 @@ def create_engine(database_url: str) -> AsyncEngine:
     """An engine for ``sqlite:///...`` or ``postgresql://...`` (the async driver is chosen)."""
     url = async_database_url(database_url)
     if url.startswith("sqlite"):
-        # one connection: every transaction takes the write lock (BEGIN IMMEDIATE), so more
-        # would only queue in SQLite's busy handler, which sleeps up to 100 ms a try; the
-        # pool's queue hands the connection on at once instead
+        # a few connections: the process's transactions take turns anyway (see
+        # sqlite_driver), but a pool of one hands its connection on once per turn of the
+        # event loop, which under load is what a turn's statements would wait for
         engine = create_async_engine(
             url,
             async_creator=sqlite_driver.connector(url, SQLITE_BUSY_TIMEOUT_MS / 1000),
-            pool_size=1,
+            pool_size=4,
             max_overflow=0,
             pool_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         event.listen(engine.sync_engine, "begin", _sqlite_begin_immediate)
+        event.listen(engine.sync_engine, "before_cursor_execute", _sqlite_where_to_run)
         return engine
     # pre-ping: a restarted PostgreSQL costs one failed check, not a failed turn
     return create_async_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
@@ -43,23 +44,36 @@ def autocommit(engine: AsyncEngine) -> AsyncEngine:
     return engine.execution_options(isolation_level="AUTOCOMMIT")
 
 
+def on_loop(engine: AsyncEngine) -> AsyncEngine:
+    """The engine for a turn's own short statements (indexed reads and writes of a few
+    rows): on SQLite they run on the event loop's thread, not in a trip to SQLite's (see
+    ``sqlite_driver``). Scans and bulk work keep to ``engine``."""
+    return engine.execution_options(sqlite_on_loop=True)
+
+
 def insert_for(engine: AsyncEngine):  # type: ignore[no-untyped-def]
     """The backend's INSERT, which has ON CONFLICT (DO NOTHING / DO UPDATE)."""
     return (postgresql if engine.dialect.name == "postgresql" else sqlite).insert
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
-    # WAL lets readers and one writer work at once; busy_timeout waits instead of failing
+    # WAL lets readers and one writer work at once (a writer waits for another: see
+    # sqlite_driver)
     dbapi_connection.isolation_level = None  # we issue BEGIN ourselves (see below)
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
 
 
 def _sqlite_begin_immediate(connection) -> None:  # type: ignore[no-untyped-def]
-    # BEGIN IMMEDIATE takes the write lock up front, so busy_timeout applies instead of a
-    # deferred transaction failing at once with "database is locked" when it upgrades
+    # BEGIN IMMEDIATE takes the write lock up front, so a transaction waits for another's
+    # at its start, instead of a deferred one failing with "database is locked" when it
+    # upgrades
     connection.connection.driver_connection.begin_with_next_statement("BEGIN IMMEDIATE")
+
+
+def _sqlite_where_to_run(connection, _cursor, _statement, _parameters, context, _many) -> None:  # type: ignore[no-untyped-def]
+    driver = connection.connection.driver_connection
+    driver.on_loop = context.execution_options.get("sqlite_on_loop", False)

@@ -55,7 +55,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.messages import utcnow
-from bot.store.db import autocommit, insert_for
+from bot.store.db import autocommit, insert_for, on_loop
 from bot.store.history import TICKET_TTL
 from bot.store.models import ChannelTicket, SlackEventRow
 
@@ -128,6 +128,8 @@ class SlackEvents:
         self._queues_shared = engine.dialect.name == "postgresql"
         self._insert = insert_for(engine)
         self._autocommit = autocommit(engine)
+        #: for the claims of turns under way (see on_loop)
+        self._turns = on_loop(engine)
         self._claims = _GroupCommit(self._claim_all)
         self._replies = _GroupCommit(self._keep_replies)
         self._releases = _GroupCommit(self._release_all)
@@ -165,7 +167,7 @@ class SlackEvents:
         if not keys:
             return
         now = utcnow()
-        async with self.engine.begin() as connection:
+        async with self._turns.begin() as connection:
             await connection.execute(
                 update(SlackEventRow)
                 .where(_KEY.in_(list(keys)), self._held_here, SlackEventRow.status.in_(LIVE))
@@ -235,11 +237,11 @@ class SlackEvents:
         if self._queues_shared:
             claimed = await self._claim_and_queue(events, now)
         else:
-            async with self.engine.begin() as connection:
+            async with self._turns.begin() as connection:
                 claimed = await self._insert_new(connection, events, now)
         others = [key for key in events if key not in claimed]
         if others:  # seen before: a Slack retry, or the same message delivered twice
-            async with self.engine.begin() as connection:
+            async with self._turns.begin() as connection:
                 taken = await self._take_over(connection, others, now)
                 if taken and self._queues_shared:
                     await connection.execute(
@@ -333,9 +335,8 @@ class SlackEvents:
     async def _keep_replies(self, items: list[tuple[Key, dict[str, Any]]]) -> list[bool]:
         now = utcnow()
         keys = [key for key, _ in items]
-        async with self.engine.begin() as connection:
-            # one statement for the batch (not one a reply: on SQLite each is a trip to its
-            # thread, with the single connection held), then which of them are ours
+        async with self._turns.begin() as connection:
+            # one statement for the batch (not one a reply), then which of them are ours
             await connection.execute(
                 update(SlackEventRow)
                 .where(
@@ -360,7 +361,7 @@ class SlackEvents:
         done = [key for key, status in items if status == DONE]
         failed = [key for key, status in items if status == FAILED]
         handed_back = [key for key, status in items if status == HANDED_BACK]
-        async with self.engine.begin() as connection:
+        async with self._turns.begin() as connection:
             if (done or failed) and self._queues_shared:
                 # a place still kept in line (the turn never began) would hold the channel up
                 await connection.execute(

@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.messages import Message, ToolCall, TurnRecord, utcnow
-from bot.store.db import autocommit, insert_for, sessionmaker
+from bot.store.db import autocommit, insert_for, on_loop, sessionmaker
 from bot.store.models import ChannelRow, ChannelTicket, MessageRow, TurnRow
 
 log = logging.getLogger(__name__)
@@ -191,6 +191,8 @@ class HistoryStore:
         self._deletions = 0
         #: for single statements that need no transaction of their own
         self._autocommit = autocommit(engine)
+        #: for a turn's own statements (see on_loop)
+        self._turns = on_loop(engine)
 
     # -- the channel lock -------------------------------------------------------------
 
@@ -306,7 +308,7 @@ class HistoryStore:
         running was cut short by a crash, and is marked interrupted here."""
         channel_id = record.channel_id
         deletions = self._deletions
-        async with self.engine.begin() as connection:
+        async with self._turns.begin() as connection:
             interrupted = await connection.execute(
                 _MARK_INTERRUPTED, {"channel": channel_id, "now": utcnow()}
             )
@@ -344,7 +346,7 @@ class HistoryStore:
     ) -> list[Message]:
         """Store the turn's other messages and its outcome, in one transaction."""
         deletions = self._deletions
-        async with self.engine.begin() as connection:
+        async with self._turns.begin() as connection:
             stored, after = await self._append(connection, record.channel_id, turn_id, messages)
             await connection.execute(
                 _UPDATE_TURN,
@@ -372,7 +374,7 @@ class HistoryStore:
         """Store messages of a turn still running (a round that must outlive a crash), in
         one transaction. Call under the channel lock."""
         deletions = self._deletions
-        async with self.engine.begin() as connection:
+        async with self._turns.begin() as connection:
             stored, after = await self._append(connection, channel_id, turn_id, messages)
         self._extend_window(channel_id, after, stored, deletions)
         return stored

@@ -1,16 +1,33 @@
-"""aiosqlite with one trip to SQLite's thread per statement.
+"""aiosqlite, with the short statements of a turn run on the event loop's thread.
 
-aiosqlite runs the sqlite3 connection on a thread of its own, and SQLAlchemy's adapter
-makes four trips there for each statement (open a cursor, execute, fetch the rows, close).
-Every trip costs a thread switch and a wake-up of the event loop, which is most of what a
-statement costs here: a turn runs about a dozen. The cursor below does the four steps in
-one trip and keeps the rows, which is what SQLAlchemy's adapter reads from it after; and
-a transaction's BEGIN goes along with its first statement.
+aiosqlite runs the sqlite3 connection on a thread of its own, so every statement is a trip
+there and back: a thread switch and a wake-up of the event loop, and under load a wait for
+the loop's turn, while the connection (and SQLite's write lock) is held and other turns
+queue for it. A short indexed statement takes SQLite tens of microseconds, less than the
+trip. So:
+
+* A statement marked ``on_loop`` (the ``sqlite_on_loop`` execution option, see
+  ``bot.store.db.on_loop``) runs where it is called, and so does its transaction's COMMIT
+  or ROLLBACK: such a transaction runs from BEGIN to COMMIT without giving the loop up.
+* Anything else (an admin page's scan, a purge) runs on the thread, one trip per statement:
+  the cursor executes it and reads all its rows at once.
+* A transaction's BEGIN goes along with its first statement.
+* The process's transactions on a file take turns on an asyncio lock (``writers``) before
+  their BEGIN, so they never meet SQLite's lock held by one another. SQLite's busy timeout
+  is 0: a statement that finds the database locked by another process fails at once, before
+  it changed anything, and is tried again on the thread every few milliseconds until the
+  busy timeout is up (SQLite's own busy handler sleeps up to 100 ms between tries).
+* SQLite's automatic checkpoints, which write the database file and fsync it inside a
+  COMMIT, are off; the thread runs one every CHECKPOINT_EVERY commits instead.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
 import sqlite3
+import time
+import weakref
 from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any
@@ -18,20 +35,33 @@ from typing import Any
 import aiosqlite
 from sqlalchemy.engine import make_url
 
+#: commits between two checkpoints (each commit of a turn adds a few pages to the WAL;
+#: SQLite's own automatic checkpoint comes at 1,000 pages)
+CHECKPOINT_EVERY = 200
+_CHECKPOINT = "PRAGMA wal_checkpoint(PASSIVE)"
 
-def connector(database_url: str, timeout: float):  # type: ignore[no-untyped-def]
+
+def connector(database_url: str, busy_timeout: float):  # type: ignore[no-untyped-def]
     """An ``async_creator`` for ``create_async_engine``: a new connection to the SQLite
-    database of ``database_url``, opened with the arguments SQLAlchemy would use."""
+    database of ``database_url``, opened with the arguments SQLAlchemy would use; a
+    statement waits up to ``busy_timeout`` s for another connection's lock."""
     url = make_url(database_url)
     args, kwargs = url.get_dialect()().create_connect_args(url)
-    kwargs["timeout"] = timeout
+    # statements run on the loop's thread as well as on the connection's own
+    kwargs.update(timeout=0, check_same_thread=False)
+
+    path = os.path.abspath(args[0]) if args else ""
 
     async def connect() -> OneTripConnection:
         connection = OneTripConnection(partial(sqlite3.connect, *args, **kwargs), 64)
+        connection.busy_timeout_ms = round(busy_timeout * 1000)
+        connection.writers = _writers(path)
         # like aiosqlite.connect under SQLAlchemy: a forgotten connection must not keep
         # the process alive
         connection._thread.daemon = True
-        return await connection
+        await connection
+        _statement(connection._conn, None, "execute", "PRAGMA wal_autocheckpoint=0", ())
+        return connection
 
     return connect
 
@@ -39,6 +69,13 @@ def connector(database_url: str, timeout: float):  # type: ignore[no-untyped-def
 class OneTripConnection(aiosqlite.Connection):
     #: a BEGIN to run just before the next statement, in the same trip
     begin: str | None = None
+    #: whether the statements under way run on the event loop's thread
+    on_loop = False
+    busy_timeout_ms = 0
+    #: held from a transaction's BEGIN to its end by the process's connections to the file
+    writers: asyncio.Lock
+    _writing = False
+    _commits = 0
 
     def cursor(self) -> OneTripCursor:  # type: ignore[override]
         return OneTripCursor(self)
@@ -49,19 +86,46 @@ class OneTripConnection(aiosqlite.Connection):
         self.begin = begin
 
     async def commit(self) -> None:
-        if self.begin is None:
-            await super().commit()
-        self.begin = None
+        if await self._end(self._conn.commit):
+            self._commits += 1
+            if self._commits % CHECKPOINT_EVERY == 0:
+                await self._execute(_statement, self._conn, None, "execute", _CHECKPOINT, ())
 
     async def rollback(self) -> None:
-        if self.begin is None:
-            await super().rollback()
-        self.begin = None
+        await self._end(self._conn.rollback)
+
+    async def close(self) -> None:
+        self._done_writing()
+        await super().close()
+
+    async def _end(self, end: Any) -> bool:
+        """End the transaction under way, if any, where its statements ran."""
+        begin, self.begin = self.begin, None
+        try:
+            if begin is not None or not self._conn.in_transaction:  # none was begun
+                return False
+            if self.on_loop:
+                end()
+            else:
+                await self._execute(end)
+            return True
+        finally:
+            self._done_writing()
+
+    async def _start_writing(self) -> None:
+        await self.writers.acquire()
+        self._writing = True
+
+    def _done_writing(self) -> None:
+        if self._writing:
+            self._writing = False
+            self.writers.release()
 
 
 class OneTripCursor:
     """The part of aiosqlite's Cursor that SQLAlchemy's adapter uses; ``execute`` runs the
-    statement and reads all its rows in one trip to the connection's thread."""
+    statement and reads all its rows at once, on the loop's thread or in one trip to the
+    connection's."""
 
     arraysize = 1
 
@@ -79,15 +143,29 @@ class OneTripCursor:
         self._rows = []
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> OneTripCursor:
-        return await self._trip("execute", sql, parameters)
+        return await self._run("execute", sql, parameters)
 
     async def executemany(self, sql: str, parameters: Iterable[Sequence[Any]]) -> OneTripCursor:
-        return await self._trip("executemany", sql, parameters)
+        return await self._run("executemany", sql, list(parameters))
 
-    async def _trip(self, method: str, sql: str, parameters: Any) -> OneTripCursor:
+    async def _run(self, method: str, sql: str, parameters: Any) -> OneTripCursor:
         connection = self._connection
         begin, connection.begin = connection.begin, None
-        done = await connection._execute(_run, connection, begin, method, sql, parameters)
+        if begin is not None:
+            await connection._start_writing()
+        done = None
+        # (outside a transaction, an executemany commits row by row: it goes to the thread,
+        # which may wait, as a retry could repeat the rows done before the lock was found)
+        if connection.on_loop and (method == "execute" or begin or connection._conn.in_transaction):
+            try:
+                done = _statement(connection._conn, begin, method, sql, parameters)
+            except sqlite3.OperationalError as error:
+                # locked by another connection: retried below, where waiting blocks no one
+                # (nothing was done: no transaction of ours was under way, or it failed)
+                if not _busy(error) or connection._conn.in_transaction:
+                    raise
+        if done is None:
+            done = await connection._execute(_waiting, connection, begin, method, sql, parameters)
         self.description, self.rowcount, self.lastrowid, self._rows = done
         return self
 
@@ -107,11 +185,24 @@ class OneTripCursor:
         self._rows = []
 
 
-def _run(
-    connection: OneTripConnection, begin: str | None, method: str, sql: str, parameters: Any
-) -> tuple[Any, int, int | None, list[Any]]:
-    # on the connection's thread
-    cursor = connection._conn.cursor()
+Done = tuple[Any, int, int | None, list[Any]]
+
+
+_WRITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _writers(path: str) -> asyncio.Lock:
+    """The lock this process's transactions on ``path`` take in turn (one per event loop)."""
+    locks = _WRITERS.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault(path, asyncio.Lock())
+
+
+def _statement(
+    connection: sqlite3.Connection, begin: str | None, method: str, sql: str, parameters: Any
+) -> Done:
+    cursor = connection.cursor()
     try:
         if begin is not None:
             cursor.execute(begin)
@@ -120,3 +211,38 @@ def _run(
         return cursor.description, cursor.rowcount, cursor.lastrowid, rows
     finally:
         cursor.close()
+
+
+def _waiting(connection: OneTripConnection, *statement: Any) -> Done:
+    """On the connection's thread: run a statement, waiting for another process's lock.
+    A statement that did nothing (its BEGIN, or itself outside a transaction, found the
+    lock taken) is tried again every few milliseconds: SQLite's own busy handler sleeps
+    ever longer between tries, up to 100 ms, and could keep missing short transactions."""
+    sqlite = connection._conn
+    begin, method = statement[0], statement[1]
+    deadline = time.monotonic() + connection.busy_timeout_ms / 1000
+    pause = 0.001
+    while True:
+        try:
+            if method == "executemany" and begin is None and not sqlite.in_transaction:
+                # outside a transaction its rows commit one by one: a retry could repeat
+                # some, so this one waits in SQLite's busy handler instead
+                return _with_busy_timeout(sqlite, connection.busy_timeout_ms, *statement)
+            return _statement(sqlite, *statement)
+        except sqlite3.OperationalError as error:
+            if not _busy(error) or sqlite.in_transaction or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.01)
+
+
+def _with_busy_timeout(sqlite: sqlite3.Connection, busy_timeout_ms: int, *statement: Any) -> Done:
+    sqlite.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
+    try:
+        return _statement(sqlite, *statement)
+    finally:
+        sqlite.execute("PRAGMA busy_timeout=0")
+
+
+def _busy(error: sqlite3.OperationalError) -> bool:
+    return getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
