@@ -107,8 +107,12 @@ class Delivery:
             reply = await work(live)
         finally:
             streamed = await live.close(keep=reply is not None and reply.ok)
-        if reply is not None:
-            await self.post_reply(thread, reply, into=streamed)
+        try:
+            if reply is not None:
+                await self.post_reply(thread, reply, into=streamed)
+        finally:
+            # after the answer: what the person waits for goes out first
+            await live.clear()
         return reply
 
     async def post_reply(self, thread: Thread, reply: Reply, into: str | None = None) -> None:

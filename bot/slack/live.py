@@ -5,7 +5,7 @@ as the model writes it, in one message of the thread that is posted at the first
 then edited; in the assistant pane the steps go to the pane's status line instead. Slack
 allows about one edit a second, so at most one goes out per ``interval``: newer text
 replaces what waits. At the end the message is handed over (a streamed answer becomes the
-answer) or deleted.
+answer) or, once the answer is up, deleted.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class LiveStatus:
         self._pending: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._closed = False
+        self._handed_over = False
 
     async def steps(self, calls: Sequence[ToolCall]) -> None:
         """A ProgressSink: the round's calls are about to run."""
@@ -63,7 +64,8 @@ class LiveStatus:
 
     async def close(self, *, keep: bool) -> str | None:
         """The turn is over: nothing more goes out. With ``keep`` the live message is
-        returned for the answer to take over (if it holds streamed text); else it is deleted."""
+        returned for the answer to take over (if it holds streamed text); else ``clear``
+        deletes it."""
         self._closed = True
         if self._pending is not None:
             if not self._lock.locked():  # waiting: cancelled; sending: let it finish
@@ -73,10 +75,16 @@ class LiveStatus:
             if self.pane:
                 await self.replies.status(self.thread, "")
             if self.ts is not None and keep and self._streamed:
+                self._handed_over = True
                 return self.ts
-            if self.ts is not None:
-                await self.replies.delete(self.thread.channel, self.ts)
             return None
+
+    async def clear(self) -> None:
+        """After ``close`` (and the answer): the live message goes, unless the answer
+        took it over."""
+        if self.ts is not None and not self._handed_over:
+            ts, self.ts = self.ts, None
+            await self.replies.delete(self.thread.channel, ts)
 
     def _want(self, text: str, *, status: bool) -> None:
         self._wanted = (text, status)
