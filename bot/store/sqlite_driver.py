@@ -113,7 +113,12 @@ class OneTripConnection(aiosqlite.Connection):
             self._done_writing()
 
     async def _start_writing(self) -> None:
-        await self.writers.acquire()
+        try:
+            async with asyncio.timeout(self.busy_timeout_ms / 1000):
+                await self.writers.acquire()
+        except TimeoutError:
+            # as SQLite says it, when another connection held the lock for as long
+            raise sqlite3.OperationalError("database is locked") from None
         self._writing = True
 
     def _done_writing(self) -> None:

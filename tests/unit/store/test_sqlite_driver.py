@@ -179,3 +179,25 @@ async def test_checkpoints_keep_the_write_ahead_log_short(
     never = await log_size_after_commits("never.db", 10**9)
     often = await log_size_after_commits("often.db", 20)
     assert often < never / 3
+
+
+async def test_a_transaction_waits_for_this_process_s_others_no_longer_than_the_busy_timeout(
+    tmp_path: Path,
+) -> None:
+    """A transaction held open far too long (a bug) makes the next fail as SQLite would,
+    not hang."""
+    url = f"sqlite:///{tmp_path / 'driver.db'}"
+    engine = create_engine(url)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(text("CREATE TABLE t (n INTEGER)"))
+        async with on_loop(engine).begin() as holding:
+            await holding.execute(text("INSERT INTO t VALUES (1)"))
+            connection = await engine.connect()
+            connection.sync_connection.connection.driver_connection.busy_timeout_ms = 200
+            with pytest.raises(OperationalError, match="database is locked"):
+                async with connection.begin():
+                    await connection.execute(text("INSERT INTO t VALUES (2)"))
+            await connection.close()
+    finally:
+        await engine.dispose()
