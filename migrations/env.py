@@ -1,4 +1,5 @@
-"""Alembic environment: async engine, and on PostgreSQL an advisory lock so that several
+"""Alembic environment: async engine, and the whole upgrade in one transaction that holds
+the database (an advisory lock on PostgreSQL, BEGIN IMMEDIATE on SQLite), so that several
 processes starting at once migrate once (Alembic has no lock of its own)."""
 
 import asyncio
@@ -24,16 +25,22 @@ def _database_url() -> str:
 
 
 def _migrate(connection: Connection) -> None:
-    if connection.dialect.name == "postgresql":
-        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
-    context.configure(
-        connection=connection,
-        target_metadata=Base.metadata,
-        render_as_batch=connection.dialect.name == "sqlite",
-        transaction_per_migration=False,
-    )
-    with context.begin_transaction():
-        context.run_migrations()
+    # one transaction for the whole upgrade, begun before Alembic looks: on SQLite (no
+    # transactional DDL) Alembic would otherwise commit after each migration, and a process
+    # started at the same time could get in between and run the next migrations again
+    with connection.begin():
+        if connection.dialect.name == "postgresql":
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+            )
+        context.configure(
+            connection=connection,
+            target_metadata=Base.metadata,
+            render_as_batch=connection.dialect.name == "sqlite",
+            transaction_per_migration=False,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
 
 
 async def _run() -> None:
