@@ -50,10 +50,10 @@ async def test_the_card_shows_the_write_and_create_runs_it_once(
     for expected in ("TASK", "Task", TICKET["summary"], TICKET["description"], "<@U1>"):
         assert expected in shown
     assert fake_jira.created == []
-    # the steps were shown while they ran, then cleaned up
+    # the steps were shown while they ran, then cleaned up (once the card is up)
     live = [c for c in fake_slack.calls_to("chat.postMessage") if "contacts" in c.args["text"]]
     assert live and "Searching contacts for 'Ana'" in live[0].args["text"]
-    assert not answers(fake_slack, "C1", "Searching contacts")
+    await fake_slack.wait_for(lambda s: not answers(s, "C1", "Searching contacts"))
 
     # a stranger cannot press it
     assert await press(bot, "approve_write", card, user="U2") == 200
