@@ -8,7 +8,7 @@ import functools
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -87,13 +87,15 @@ class Conversations:
         approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
+        on_begun: Callable[[], None] | None = None,
     ) -> Reply:
         """Answer one message. Never raises for model or tool failures; a database failure
         becomes a failed Reply too. ``approver`` is asked before each writing call (none:
-        writes run at once)."""
+        writes run at once). ``on_begun`` is called once the message is stored and its turn
+        begun, just before the model is asked."""
         try:
             async with self.store.channel_lock(incoming.channel_id, incoming.slack_ts):
-                return await self._turn(incoming, approver, on_progress, on_text)
+                return await self._turn(incoming, approver, on_progress, on_text, on_begun)
         except (SQLAlchemyError, OSError, StoreError):
             log.exception("turn in %s failed on the database", incoming.channel_id)
             return Reply(STORE_FAILED, ok=False, outcome="error")
@@ -137,6 +139,7 @@ class Conversations:
         approver: Approver | None,
         on_progress: ProgressSink | None,
         on_text: TextSink | None,
+        on_begun: Callable[[], None] | None,
     ) -> Reply:
         started = time.perf_counter()
         channel = incoming.channel_id
@@ -152,6 +155,8 @@ class Conversations:
             api_mode=self.loop.model.api,
         )
         begun = await self.store.begin_turn(record, user, self.token_budget)
+        if on_begun is not None:
+            on_begun()
         record.id, user = begun.turn_id, begun.user
         history = select_window(begun.recent, self.token_budget)
         kept = _KeepWrites(self.store, self.loop.registry, channel, begun.turn_id)

@@ -64,11 +64,14 @@ class Delivery:
         except (SQLAlchemyError, OSError):
             log.warning("could not store the name of %s", channel)
 
-    async def answer(self, question: Question, keep: Keep) -> bool:
+    async def answer(
+        self, question: Question, keep: Keep, begun: Callable[[], None] | None = None
+    ) -> bool:
         """Answer a question; whether its turn was stored (and its reply posted). ``keep``
         gets the stored reply before it is posted, so that another process can post it
         should this one die; when it says the question was taken over meanwhile, the
-        process that took it answers, and nothing is posted here."""
+        process that took it answers, and nothing is posted here. ``begun`` is called once
+        the turn has begun, just before the model is asked."""
 
         async def work(live: LiveStatus) -> Reply | None:
             reply = await self.conversations.handle(
@@ -76,6 +79,7 @@ class Delivery:
                 approver=self.approver,
                 on_progress=live.steps,
                 on_text=live.text if self.settings.STREAM_ANSWERS else None,
+                on_begun=begun,
             )
             if reply.turn_id is not None and not await keep(reply):
                 return None

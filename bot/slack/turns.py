@@ -2,7 +2,9 @@
 
 * Each channel's work (answers, deletions) runs one job at a time in Slack-ts order, in a
   task of its own; across processes the store's channel lock keeps the same order.
-* The working sign goes up at once, whatever waits ahead in the channel.
+* The working sign goes up once the question's turn has begun (its request to the model
+  goes out first: under a burst of questions the answers come sooner), or at once when
+  other work waits ahead in the channel; at most SIGN_WITHIN_S after the ack either way.
 * A burst of events is acknowledged before it is worked on: new work waits (briefly) until
   the requests in hand are answered, so acks stay fast under load.
 * A button press runs as a task of its own (see Presses).
@@ -44,6 +46,8 @@ log = logging.getLogger(__name__)
 
 #: new work waits at most this long for the acknowledgements being sent
 ACKS_FIRST_S = 0.5
+#: the working sign waits at most this long (after the acks) for its turn to begin
+SIGN_WITHIN_S = 0.3
 #: finished claims are kept this long (Slack's last retry comes about 5 minutes later)
 KEEP_CLAIMS = timedelta(days=1)
 FORGET_EVERY_S = 3_600
@@ -75,6 +79,8 @@ class TurnRunner:
         self._queues: dict[str, list[tuple[str, int, Job]]] = {}
         self._order = itertools.count()
         self._signs: dict[tuple[str, str], asyncio.Task[None]] = {}
+        #: set when the question's turn has begun (the working sign waits for it)
+        self._begun: dict[tuple[str, str], asyncio.Event] = {}
         self._held: set[tuple[str, str]] = set()
         #: channels whose name this process has asked Slack for, or will
         self._named: set[str] = set()
@@ -97,7 +103,9 @@ class TurnRunner:
         """Answer a question this process has claimed."""
         key = (question.channel, question.ts)
         self._held.add(key)
-        self._signs[key] = self._spawn(self._show_working(question))
+        begun = self._begun[key] = asyncio.Event()
+        behind = question.channel in self._queues  # the channel's other work goes first
+        self._signs[key] = self._spawn(self._show_working(question, None if behind else begun))
         self._enqueue(question.channel, question.ts, question)
 
     async def take_over_abandoned(self) -> int:
@@ -203,13 +211,19 @@ class TurnRunner:
                     asyncio.gather(*(self._sign_off(q, handed_back=True) for q in never_started))
                 )
 
-    async def _show_working(self, question: Question) -> None:
+    async def _show_working(self, question: Question, begun: asyncio.Event | None) -> None:
         await self._acks_first()
+        if begun is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(SIGN_WITHIN_S):
+                    await begun.wait()
         await self.delivery.working(question)
 
     async def _answer(self, question: Question) -> None:
         keep = functools.partial(self._keep, question)
-        await self._settle(question, functools.partial(self.delivery.answer, question, keep))
+        begun = self._begun.pop((question.channel, question.ts), asyncio.Event())
+        answer = functools.partial(self.delivery.answer, question, keep, begun.set)
+        await self._settle(question, answer)
         # once per channel and process, after the answer (a DM has no name)
         if question.channel not in self._named and not question.channel.startswith("D"):
             self._named.add(question.channel)
@@ -265,6 +279,7 @@ class TurnRunner:
         """The working sign comes down; the claim is done, or failed (a retry may answer),
         or handed back (stopped at shutdown: another process takes it over)."""
         key = (question.channel, question.ts)
+        self._begun.pop(key, None)
         sign = self._signs.pop(key, None)
         if sign is not None:
             await asyncio.gather(sign, return_exceptions=True)  # up before it comes down

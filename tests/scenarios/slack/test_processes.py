@@ -189,3 +189,43 @@ async def test_two_processes_share_duplicates_and_the_channel_lock(
             asyncio.to_thread(one.finish), asyncio.to_thread(two.finish)
         )
     assert [s for s, _ in statuses] == [0, 0]
+
+
+@pytest.mark.postgres
+async def test_the_working_sign_does_not_wait_for_another_process_s_turn_in_the_channel(
+    tmp_path: Path,
+    postgres_url: str,
+    settings: dict[str, str],
+    fake_slack: FakeSlack,
+    fake_openai: FakeOpenAI,
+    clock: Clock,
+) -> None:
+    """A question whose turn waits for another process's turn in the channel (2 s of
+    model) still shows the working sign within a second; the answers come in order."""
+    fake_openai.latency = 2.0
+    settings = {**settings, "DATABASE_URL": postgres_url}
+    one, two = BotProcess(tmp_path, **settings), BotProcess(tmp_path, **settings)
+    first, second = clock.ts(), clock.ts()
+
+    def signed(ts: str):  # type: ignore[no-untyped-def]
+        return lambda s: any(c.args.get("timestamp") == ts for c in s.calls_to("reactions.add"))
+
+    try:
+        await asyncio.gather(one.healthy(), two.healthy())
+        assert await one.send(mention("C1", first, "q0")) == 200
+        await fake_slack.wait_for(signed(first))
+        await fake_slack.wait_for(lambda s: len(fake_openai.requests) == 1)
+
+        sent = time.monotonic()
+        assert await two.send(mention("C1", second, "q1")) == 200
+        await fake_slack.wait_for(signed(second), timeout=1.0)
+        assert time.monotonic() - sent < 1.0
+        assert not posts(fake_slack, "C1")  # the first turn is still with the model
+
+        await fake_slack.wait_for(lambda s: len(posts(s, "C1")) == 2, timeout=30)
+        assert [p["thread_ts"] for p in posts(fake_slack, "C1")] == [first, second]
+    finally:
+        statuses = await asyncio.gather(
+            asyncio.to_thread(one.finish), asyncio.to_thread(two.finish)
+        )
+    assert [s for s, _ in statuses] == [0, 0]
