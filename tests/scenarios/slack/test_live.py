@@ -4,7 +4,6 @@ the assistant pane's prompts, title and status, and Continue after the round cap
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 
 from bot.slack.format import format_answer
@@ -93,18 +92,19 @@ async def test_the_assistant_pane_suggests_titles_and_shows_status(
     assert "Find Ana and open a ticket for her" in [p["message"] for p in prompts]
 
     fake_openai.script(ToolUse("jira_get_issue", {"issue_key": "TASK-123"}), "It is open.")
-    statuses: list[str] = []
     ts = clock.ts()
     await bot.send(dm("D1", ts, "What is the status of TASK-123?", thread_ts="1.000100"))
-    while not turn_finished("D1", ts)(fake_slack):
-        with contextlib.suppress(KeyError):
-            status = fake_slack.assistant_status[("D1", "1.000100")]
-            if not statuses or statuses[-1] != status:
-                statuses.append(status)
-        await asyncio.sleep(0.005)
+    await fake_slack.wait_for(turn_finished("D1", ts))
 
     assert fake_slack.thread_titles[("D1", "1.000100")] == "What is the status of TASK-123?"
-    assert any("TASK-123" in s or "jira_get_issue" in s for s in statuses)
+    # the step was shown in the pane's status line while it ran (in the order Slack got them)
+    statuses = [
+        c.args["status"]
+        for c in fake_slack.calls_to("assistant.threads.setStatus")
+        if c.args.get("thread_ts") == "1.000100"
+    ]
+    assert any("TASK-123" in s or "jira_get_issue" in s for s in statuses[:-1])
+    assert statuses[-1] == ""
     assert fake_slack.assistant_status[("D1", "1.000100")] == ""
     (answer,) = answers(fake_slack, "D1", "It is open.")
     assert answer["thread_ts"] == "1.000100"
