@@ -141,49 +141,14 @@ async def test_sigterm_lets_the_turn_in_flight_finish_and_exits_0(
     assert "a private question" not in stderr
 
 
-@pytest.mark.postgres
-async def test_two_processes_share_duplicates_and_the_channel_lock(
-    tmp_path: Path,
-    postgres_url: str,
-    settings: dict[str, str],
-    fake_slack: FakeSlack,
-    fake_openai: FakeOpenAI,
-    clock: Clock,
-) -> None:
-    fake_openai.latency = 0.2
+@pytest.fixture
+async def two_bots(tmp_path: Path, postgres_url: str, settings: dict[str, str]):  # type: ignore[no-untyped-def]
+    """Two ``bot run`` processes on one PostgreSQL database; both must exit 0 at the end."""
     settings = {**settings, "DATABASE_URL": postgres_url}
     one, two = BotProcess(tmp_path, **settings), BotProcess(tmp_path, **settings)
     try:
         await asyncio.gather(one.healthy(), two.healthy())
-        twice = mention("C0", clock.ts(), "asked once")
-        stamps = [clock.ts() for _ in range(6)]
-
-        # a second delivery of one event lands on the other process
-        await asyncio.gather(one.send(twice, "EvTwice"), two.send(twice, "EvTwice"))
-        # six questions in one channel, spread over both processes, all at once
-        await asyncio.gather(
-            *((one, two)[i % 2].send(mention("C1", ts, f"q{i}")) for i, ts in enumerate(stamps))
-        )
-
-        await fake_slack.wait_for(lambda s: len(posts(s, "C1")) == 6, timeout=30)
-        assert len(posts(fake_slack, "C0")) == 1
-        # one turn at a time: each request saw every earlier turn of the channel, whole
-        seen = sorted(
-            len(r.body["messages"])
-            for r in fake_openai.requests
-            if r.body["messages"][-1]["content"].startswith("q")
-        )
-        assert seen == [2, 4, 6, 8, 10, 12]
-        engine = create_engine(postgres_url)
-        try:
-            stored = await HistoryStore(engine).messages("C1")
-            questions = await HistoryStore(engine).messages("C0")
-        finally:
-            await engine.dispose()
-        assert len(questions) == 2
-        pairs = list(zip(stored[::2], stored[1::2], strict=True))
-        assert len(pairs) == 6
-        assert all(a.content == f"You said: {q.content}" for q, a in pairs)
+        yield one, two
     finally:
         statuses = await asyncio.gather(
             asyncio.to_thread(one.finish), asyncio.to_thread(two.finish)
@@ -192,10 +157,49 @@ async def test_two_processes_share_duplicates_and_the_channel_lock(
 
 
 @pytest.mark.postgres
-async def test_the_working_sign_does_not_wait_for_another_process_s_turn_in_the_channel(
-    tmp_path: Path,
+async def test_two_processes_share_duplicates_and_the_channel_lock(
+    two_bots: tuple[BotProcess, BotProcess],
     postgres_url: str,
-    settings: dict[str, str],
+    fake_slack: FakeSlack,
+    fake_openai: FakeOpenAI,
+    clock: Clock,
+) -> None:
+    fake_openai.latency = 0.2
+    one, two = two_bots
+    twice = mention("C0", clock.ts(), "asked once")
+    stamps = [clock.ts() for _ in range(6)]
+
+    # a second delivery of one event lands on the other process
+    await asyncio.gather(one.send(twice, "EvTwice"), two.send(twice, "EvTwice"))
+    # six questions in one channel, spread over both processes, all at once
+    await asyncio.gather(
+        *((one, two)[i % 2].send(mention("C1", ts, f"q{i}")) for i, ts in enumerate(stamps))
+    )
+
+    await fake_slack.wait_for(lambda s: len(posts(s, "C1")) == 6, timeout=30)
+    assert len(posts(fake_slack, "C0")) == 1
+    # one turn at a time: each request saw every earlier turn of the channel, whole
+    seen = sorted(
+        len(r.body["messages"])
+        for r in fake_openai.requests
+        if r.body["messages"][-1]["content"].startswith("q")
+    )
+    assert seen == [2, 4, 6, 8, 10, 12]
+    engine = create_engine(postgres_url)
+    try:
+        stored = await HistoryStore(engine).messages("C1")
+        questions = await HistoryStore(engine).messages("C0")
+    finally:
+        await engine.dispose()
+    assert len(questions) == 2
+    pairs = list(zip(stored[::2], stored[1::2], strict=True))
+    assert len(pairs) == 6
+    assert all(a.content == f"You said: {q.content}" for q, a in pairs)
+
+
+@pytest.mark.postgres
+async def test_the_working_sign_does_not_wait_for_another_process_s_turn_in_the_channel(
+    two_bots: tuple[BotProcess, BotProcess],
     fake_slack: FakeSlack,
     fake_openai: FakeOpenAI,
     clock: Clock,
@@ -203,29 +207,21 @@ async def test_the_working_sign_does_not_wait_for_another_process_s_turn_in_the_
     """A question whose turn waits for another process's turn in the channel (2 s of
     model) still shows the working sign within a second; the answers come in order."""
     fake_openai.latency = 2.0
-    settings = {**settings, "DATABASE_URL": postgres_url}
-    one, two = BotProcess(tmp_path, **settings), BotProcess(tmp_path, **settings)
+    one, two = two_bots
     first, second = clock.ts(), clock.ts()
 
     def signed(ts: str):  # type: ignore[no-untyped-def]
         return lambda s: any(c.args.get("timestamp") == ts for c in s.calls_to("reactions.add"))
 
-    try:
-        await asyncio.gather(one.healthy(), two.healthy())
-        assert await one.send(mention("C1", first, "q0")) == 200
-        await fake_slack.wait_for(signed(first))
-        await fake_slack.wait_for(lambda s: len(fake_openai.requests) == 1)
+    assert await one.send(mention("C1", first, "q0")) == 200
+    await fake_slack.wait_for(signed(first))
+    await fake_slack.wait_for(lambda s: len(fake_openai.requests) == 1)
 
-        sent = time.monotonic()
-        assert await two.send(mention("C1", second, "q1")) == 200
-        await fake_slack.wait_for(signed(second), timeout=1.0)
-        assert time.monotonic() - sent < 1.0
-        assert not posts(fake_slack, "C1")  # the first turn is still with the model
+    sent = time.monotonic()
+    assert await two.send(mention("C1", second, "q1")) == 200
+    await fake_slack.wait_for(signed(second), timeout=1.0)
+    assert time.monotonic() - sent < 1.0
+    assert not posts(fake_slack, "C1")  # the first turn is still with the model
 
-        await fake_slack.wait_for(lambda s: len(posts(s, "C1")) == 2, timeout=30)
-        assert [p["thread_ts"] for p in posts(fake_slack, "C1")] == [first, second]
-    finally:
-        statuses = await asyncio.gather(
-            asyncio.to_thread(one.finish), asyncio.to_thread(two.finish)
-        )
-    assert [s for s, _ in statuses] == [0, 0]
+    await fake_slack.wait_for(lambda s: len(posts(s, "C1")) == 2, timeout=30)
+    assert [p["thread_ts"] for p in posts(fake_slack, "C1")] == [first, second]
