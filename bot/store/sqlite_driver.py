@@ -12,13 +12,13 @@ trip. So:
 * Anything else (an admin page's scan, a purge) runs on the thread, one trip per statement:
   the cursor executes it and reads all its rows at once.
 * A transaction's BEGIN goes along with its first statement.
-* The process's transactions on a file take turns on an asyncio lock (``writers``) before
+* The process's transactions on a file take turns on an asyncio lock (``File.writers``) before
   their BEGIN, so they never meet SQLite's lock held by one another. SQLite's busy timeout
   is 0: a statement that finds the database locked by another process fails at once, before
   it changed anything, and is tried again on the thread every few milliseconds until the
   busy timeout is up (SQLite's own busy handler sleeps up to 100 ms between tries).
 * SQLite's automatic checkpoints, which write the database file and fsync it inside a
-  COMMIT, are off; the thread runs one every CHECKPOINT_EVERY commits instead.
+  COMMIT, are off; the thread runs one every CHECKPOINT_EVERY commits to the file instead.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import sqlite3
 import time
 import weakref
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -55,7 +56,7 @@ def connector(database_url: str, busy_timeout: float):  # type: ignore[no-untype
     async def connect() -> OneTripConnection:
         connection = OneTripConnection(partial(sqlite3.connect, *args, **kwargs), 64)
         connection.busy_timeout_ms = round(busy_timeout * 1000)
-        connection.writers = _writers(path)
+        connection.file = _file(path)
         # like aiosqlite.connect under SQLAlchemy: a forgotten connection must not keep
         # the process alive
         connection._thread.daemon = True
@@ -72,10 +73,8 @@ class OneTripConnection(aiosqlite.Connection):
     #: whether the statements under way run on the event loop's thread
     on_loop = False
     busy_timeout_ms = 0
-    #: held from a transaction's BEGIN to its end by the process's connections to the file
-    writers: asyncio.Lock
+    file: File
     _writing = False
-    _commits = 0
 
     def cursor(self) -> OneTripCursor:  # type: ignore[override]
         return OneTripCursor(self)
@@ -87,8 +86,8 @@ class OneTripConnection(aiosqlite.Connection):
 
     async def commit(self) -> None:
         if await self._end(self._conn.commit):
-            self._commits += 1
-            if self._commits % CHECKPOINT_EVERY == 0:
+            self.file.commits += 1
+            if self.file.commits % CHECKPOINT_EVERY == 0:
                 await self._execute(_statement, self._conn, None, "execute", _CHECKPOINT, ())
 
     async def rollback(self) -> None:
@@ -115,7 +114,7 @@ class OneTripConnection(aiosqlite.Connection):
     async def _start_writing(self) -> None:
         try:
             async with asyncio.timeout(self.busy_timeout_ms / 1000):
-                await self.writers.acquire()
+                await self.file.writers.acquire()
         except TimeoutError:
             # as SQLite says it, when another connection held the lock for as long
             raise sqlite3.OperationalError("database is locked") from None
@@ -124,7 +123,7 @@ class OneTripConnection(aiosqlite.Connection):
     def _done_writing(self) -> None:
         if self._writing:
             self._writing = False
-            self.writers.release()
+            self.file.writers.release()
 
 
 class OneTripCursor:
@@ -193,15 +192,24 @@ class OneTripCursor:
 Done = tuple[Any, int, int | None, list[Any]]
 
 
-_WRITERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+@dataclass
+class File:
+    """What this process's connections to one database file share (per event loop)."""
+
+    #: held from a transaction's BEGIN to its end
+    writers: asyncio.Lock = field(default_factory=asyncio.Lock)
+    #: commits so far, for the checkpoints
+    commits: int = 0
+
+
+_FILES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, File]] = (
     weakref.WeakKeyDictionary()
 )
 
 
-def _writers(path: str) -> asyncio.Lock:
-    """The lock this process's transactions on ``path`` take in turn (one per event loop)."""
-    locks = _WRITERS.setdefault(asyncio.get_running_loop(), {})
-    return locks.setdefault(path, asyncio.Lock())
+def _file(path: str) -> File:
+    files = _FILES.setdefault(asyncio.get_running_loop(), {})
+    return files.setdefault(path, File())
 
 
 def _statement(
