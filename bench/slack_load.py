@@ -8,6 +8,8 @@ so the ideal time until every answer is posted is 2 x latency.
     uv run python bench/slack_load.py                                   # SQLite
     uv run python bench/slack_load.py --database-url postgresql://postgres@127.0.0.1:5432/test
 
+On PostgreSQL the bot gets a fresh database on that server, dropped afterwards.
+
 Targets: ack p99 < 100 ms; all answers within 1.25x the ideal; RSS back within 50 MB.
 """
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
+from fresh_database import fresh_postgres
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -259,11 +263,16 @@ async def healthy(url: str, bot: subprocess.Popen) -> None:  # type: ignore[type
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--database-url", help="default: a fresh SQLite file")
+    parser.add_argument(
+        "--database-url",
+        help="default: a fresh SQLite file; a postgresql:// URL: a fresh database on its server",
+    )
     parser.add_argument("--channels", type=int, default=200)
     parser.add_argument("--latency", type=float, default=1.0, help="model latency, seconds")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        if args.database_url and args.database_url.startswith("postgresql"):
+            args.database_url = stack.enter_context(fresh_postgres(args.database_url))
         args.database_url = args.database_url or f"sqlite:///{tmp}/bench.db"
         slack = FakeSlack(bot_token=TOKEN)
         openai = FakeOpenAI(api_key="bench-key")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import tempfile
 import time
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
-import asyncpg
+from fresh_database import fresh_postgres
 from sqlalchemy import insert
 
 from bot.agent.service import Incoming
@@ -121,31 +122,6 @@ def fresh_sqlite(folder: Path, size: int) -> str:
     return url
 
 
-def fresh_postgres(server_url: str, size: int) -> str:
-    name = f"bench_{size}_{uuid.uuid4().hex[:6]}"
-
-    async def create() -> None:
-        connection = await asyncpg.connect(server_url)
-        await connection.execute(f'CREATE DATABASE "{name}"')
-        await connection.close()
-
-    asyncio.run(create())
-    url = server_url.rsplit("/", 1)[0] + "/" + name
-    upgrade(url)
-    return url
-
-
-def drop_postgres(server_url: str, database_url: str) -> None:
-    name = database_url.rsplit("/", 1)[1]
-
-    async def drop() -> None:
-        connection = await asyncpg.connect(server_url)
-        await connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await connection.close()
-
-    asyncio.run(drop())
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--postgres", help="also measure on this PostgreSQL server URL")
@@ -157,15 +133,12 @@ def main() -> None:
         for backend in backends:
             base = None
             for size in SIZES:
-                if backend == "sqlite":
-                    url = fresh_sqlite(Path(folder), size)
-                else:
-                    url = fresh_postgres(args.postgres, size)
-                try:
+                with contextlib.ExitStack() as stack:
+                    if backend == "sqlite":
+                        url = fresh_sqlite(Path(folder), size)
+                    else:
+                        url = stack.enter_context(fresh_postgres(args.postgres, f"bench_{size}"))
                     timings = asyncio.run(measure(url, size, args.turns))
-                finally:
-                    if backend == "postgresql":
-                        drop_postgres(args.postgres, url)
                 p50 = statistics.median(timings)
                 p95 = statistics.quantiles(timings, n=20)[18]
                 base = base or p50
