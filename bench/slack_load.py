@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
-from fresh_database import fresh_postgres
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
 from tests.fakes.slack_server import Call, FakeSlack, event_payload, signed_headers
+from tests.postgres import fresh_database
 
 SECRET = "bench-signing-secret"
 TOKEN = "xoxb-bench"
@@ -272,7 +272,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         if args.database_url and args.database_url.startswith("postgresql"):
-            args.database_url = stack.enter_context(fresh_postgres(args.database_url))
+            args.database_url = stack.enter_context(fresh_database(args.database_url, "bench"))
         args.database_url = args.database_url or f"sqlite:///{tmp}/bench.db"
         slack = FakeSlack(bot_token=TOKEN)
         openai = FakeOpenAI(api_key="bench-key")

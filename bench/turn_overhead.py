@@ -16,6 +16,7 @@ import argparse
 import asyncio
 import contextlib
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -23,8 +24,9 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
-from fresh_database import fresh_postgres
 from sqlalchemy import insert
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.agent.service import Incoming
 from bot.config import load_settings
@@ -32,6 +34,7 @@ from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage, utcnow
 from bot.store.migrate import upgrade
 from bot.store.models import MessageRow, TurnRow
 from bot.wiring import build_services
+from tests.postgres import fresh_database
 
 SIZES = (0, 1_000, 10_000, 100_000)
 CHANNEL = "CBENCH"
@@ -137,7 +140,7 @@ def main() -> None:
                     if backend == "sqlite":
                         url = fresh_sqlite(Path(folder), size)
                     else:
-                        url = stack.enter_context(fresh_postgres(args.postgres, f"bench_{size}"))
+                        url = stack.enter_context(fresh_database(args.postgres, f"bench_{size}"))
                     timings = asyncio.run(measure(url, size, args.turns))
                 p50 = statistics.median(timings)
                 p95 = statistics.quantiles(timings, n=20)[18]

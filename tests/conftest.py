@@ -6,42 +6,23 @@ Each PostgreSQL case gets a database of its own, created on that server and drop
 
 from __future__ import annotations
 
-import asyncio
 import os
-import uuid
 from collections.abc import Iterator
 
-import asyncpg
 import pytest
 
 from bot.store.migrate import upgrade
+from tests.postgres import fresh_database
 
 POSTGRES_URL = os.environ.get("TEST_DATABASE_URL")
-
-
-def _admin(url: str, statement: str) -> None:
-    async def run() -> None:
-        connection = await asyncpg.connect(url.replace("postgresql+asyncpg://", "postgresql://"))
-        try:
-            await connection.execute(statement)
-        finally:
-            await connection.close()
-
-    asyncio.run(run())
 
 
 def postgres_database() -> Iterator[str]:
     """A fresh, migrated database on the TEST_DATABASE_URL server; dropped afterwards."""
     if not POSTGRES_URL:
         pytest.skip("TEST_DATABASE_URL is not set")
-    name = f"bot_test_{uuid.uuid4().hex[:12]}"
-    _admin(POSTGRES_URL, f'CREATE DATABASE "{name}"')
-    url = POSTGRES_URL.rsplit("/", 1)[0] + "/" + name
-    try:
-        upgrade(url)
+    with fresh_database(POSTGRES_URL, "bot_test") as url:
         yield url
-    finally:
-        _admin(POSTGRES_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture

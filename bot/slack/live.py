@@ -47,7 +47,6 @@ class LiveStatus:
         self._pending: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
         self._closed = False
-        self._handed_over = False
 
     async def steps(self, calls: Sequence[ToolCall]) -> None:
         """A ProgressSink: the round's calls are about to run."""
@@ -75,14 +74,14 @@ class LiveStatus:
             if self.pane:
                 await self.replies.status(self.thread, "")
             if self.ts is not None and keep and self._streamed:
-                self._handed_over = True
-                return self.ts
+                handed_over, self.ts = self.ts, None  # the answer's now, not ours to clear
+                return handed_over
             return None
 
     async def clear(self) -> None:
         """After ``close`` (and the answer): the live message goes, unless the answer
         took it over."""
-        if self.ts is not None and not self._handed_over:
+        if self.ts is not None:
             ts, self.ts = self.ts, None
             await self.replies.delete(self.thread.channel, ts)
 

@@ -67,6 +67,15 @@ class KeptReply:
 Job = Question | KeptReply | Deletion
 
 
+@dataclass(frozen=True)
+class _Sign:
+    """A question's working sign: the task that puts it up, and the event it waits for
+    (set when the question's turn has begun)."""
+
+    shown: asyncio.Task[None]
+    begun: asyncio.Event
+
+
 class TurnRunner:
     """Runs answers and deletions after the ack, per channel in order, tracked."""
 
@@ -78,9 +87,7 @@ class TurnRunner:
         self._tasks: set[asyncio.Task[None]] = set()
         self._queues: dict[str, list[tuple[str, int, Job]]] = {}
         self._order = itertools.count()
-        self._signs: dict[tuple[str, str], asyncio.Task[None]] = {}
-        #: set when the question's turn has begun (the working sign waits for it)
-        self._begun: dict[tuple[str, str], asyncio.Event] = {}
+        self._signs: dict[tuple[str, str], _Sign] = {}
         self._held: set[tuple[str, str]] = set()
         #: channels whose name this process has asked Slack for, or will
         self._named: set[str] = set()
@@ -103,9 +110,10 @@ class TurnRunner:
         """Answer a question this process has claimed."""
         key = (question.channel, question.ts)
         self._held.add(key)
-        begun = self._begun[key] = asyncio.Event()
+        begun = asyncio.Event()
         behind = question.channel in self._queues  # the channel's other work goes first
-        self._signs[key] = self._spawn(self._show_working(question, None if behind else begun))
+        shown = self._spawn(self._show_working(question, None if behind else begun))
+        self._signs[key] = _Sign(shown, begun)
         self._enqueue(question.channel, question.ts, question)
 
     async def take_over_abandoned(self) -> int:
@@ -221,8 +229,9 @@ class TurnRunner:
 
     async def _answer(self, question: Question) -> None:
         keep = functools.partial(self._keep, question)
-        begun = self._begun.pop((question.channel, question.ts), asyncio.Event())
-        answer = functools.partial(self.delivery.answer, question, keep, begun.set)
+        sign = self._signs.get((question.channel, question.ts))
+        begun = sign.begun.set if sign is not None else None
+        answer = functools.partial(self.delivery.answer, question, keep, begun)
         await self._settle(question, answer)
         # once per channel and process, after the answer (a DM has no name)
         if question.channel not in self._named and not question.channel.startswith("D"):
@@ -279,10 +288,9 @@ class TurnRunner:
         """The working sign comes down; the claim is done, or failed (a retry may answer),
         or handed back (stopped at shutdown: another process takes it over)."""
         key = (question.channel, question.ts)
-        self._begun.pop(key, None)
         sign = self._signs.pop(key, None)
         if sign is not None:
-            await asyncio.gather(sign, return_exceptions=True)  # up before it comes down
+            await asyncio.gather(sign.shown, return_exceptions=True)  # up before it comes down
         await self.delivery.finished(question)
         self._held.discard(key)
         try:

@@ -158,15 +158,12 @@ class OneTripCursor:
         if begin is not None:
             await connection._start_writing()
         done = None
-        # (outside a transaction, an executemany commits row by row: it goes to the thread,
-        # which may wait, as a retry could repeat the rows done before the lock was found)
-        if connection.on_loop and (method == "execute" or begin or connection._conn.in_transaction):
+        if connection.on_loop:
             try:
                 done = _statement(connection._conn, begin, method, sql, parameters)
             except sqlite3.OperationalError as error:
-                # locked by another connection: retried below, where waiting blocks no one
-                # (nothing was done: no transaction of ours was under way, or it failed)
-                if not _busy(error) or connection._conn.in_transaction:
+                # locked by another process: tried again below, where waiting blocks no one
+                if not _retryable(error, connection._conn, begin, method):
                     raise
         if done is None:
             done = await connection._execute(_waiting, connection, begin, method, sql, parameters)
@@ -228,34 +225,27 @@ def _statement(
 
 def _waiting(connection: OneTripConnection, *statement: Any) -> Done:
     """On the connection's thread: run a statement, waiting for another process's lock.
-    A statement that did nothing (its BEGIN, or itself outside a transaction, found the
-    lock taken) is tried again every few milliseconds: SQLite's own busy handler sleeps
-    ever longer between tries, up to 100 ms, and could keep missing short transactions."""
+    It is tried again every few milliseconds: SQLite's own busy handler sleeps ever longer
+    between tries, up to 100 ms, and could keep missing short transactions."""
     sqlite = connection._conn
     begin, method = statement[0], statement[1]
     deadline = time.monotonic() + connection.busy_timeout_ms / 1000
     pause = 0.001
     while True:
         try:
-            if method == "executemany" and begin is None and not sqlite.in_transaction:
-                # outside a transaction its rows commit one by one: a retry could repeat
-                # some, so this one waits in SQLite's busy handler instead
-                return _with_busy_timeout(sqlite, connection.busy_timeout_ms, *statement)
             return _statement(sqlite, *statement)
         except sqlite3.OperationalError as error:
-            if not _busy(error) or sqlite.in_transaction or time.monotonic() > deadline:
+            if not _retryable(error, sqlite, begin, method) or time.monotonic() > deadline:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.01)
 
 
-def _with_busy_timeout(sqlite: sqlite3.Connection, busy_timeout_ms: int, *statement: Any) -> Done:
-    sqlite.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
-    try:
-        return _statement(sqlite, *statement)
-    finally:
-        sqlite.execute("PRAGMA busy_timeout=0")
-
-
-def _busy(error: sqlite3.OperationalError) -> bool:
-    return getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
+def _retryable(
+    error: sqlite3.OperationalError, sqlite: sqlite3.Connection, begin: str | None, method: str
+) -> bool:
+    """Whether ``error`` is the database found locked before the statement did anything,
+    so that running it again is safe: its BEGIN failed, or it is one statement outside a
+    transaction (an executemany there commits row by row, and some rows may be in)."""
+    locked = getattr(error, "sqlite_errorcode", 0) & 0xFF == sqlite3.SQLITE_BUSY
+    return locked and not sqlite.in_transaction and (begin is not None or method == "execute")

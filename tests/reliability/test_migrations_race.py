@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,8 +12,9 @@ from sqlalchemy import text
 
 from bot.store.db import create_engine
 from bot.store.migrate import head_revision
+from tests import postgres
 from tests.cli.helpers import run_bot
-from tests.conftest import POSTGRES_URL, _admin
+from tests.conftest import POSTGRES_URL
 from tests.reliability.helpers import finish, popen_bot
 
 STARTED_TOGETHER = 3
@@ -29,12 +29,8 @@ def fresh_database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[s
         return
     if not POSTGRES_URL:
         pytest.skip("TEST_DATABASE_URL is not set")
-    name = f"bot_fresh_{uuid.uuid4().hex[:12]}"
-    _admin(POSTGRES_URL, f'CREATE DATABASE "{name}"')
-    try:
-        yield POSTGRES_URL.rsplit("/", 1)[0] + "/" + name
-    finally:
-        _admin(POSTGRES_URL, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with postgres.fresh_database(POSTGRES_URL, "bot_fresh", migrated=False) as url:
+        yield url
 
 
 async def version_rows(database_url: str) -> list[str]:
