@@ -63,7 +63,7 @@ def build_model(settings: Settings) -> ChatModel:
 def build_registry(settings: Settings, store: HistoryStore) -> ToolRegistry:
     registry = ToolRegistry(default_timeout=settings.TOOL_TIMEOUT_S)
     registry.add(get_current_time)
-    registry.add_object(CrmTools(CrmStore(store.sessions)))
+    registry.add_object(CrmTools(CrmStore(store.engine)))
     jira = jira_tools(settings)
     if jira is not None:
         registry.add_object(jira)

@@ -11,7 +11,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot.cli.common import prepare_database, settings_for
 from bot.errors import BotError
 from bot.store.crm import CrmImportError, CrmStore, ImportSummary
-from bot.store.db import create_engine, sessionmaker
+from bot.store.db import create_engine
 
 _FILE = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)
 
@@ -55,6 +55,6 @@ def import_(contacts: Path | None, accounts: Path | None) -> None:
 async def _import(url: str, contacts: Path | None, accounts: Path | None) -> ImportSummary:
     engine = create_engine(url)
     try:
-        return await CrmStore(sessionmaker(engine)).import_csv(contacts, accounts)
+        return await CrmStore(engine).import_csv(contacts, accounts)
     finally:
         await engine.dispose()

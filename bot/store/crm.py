@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from bot.errors import BotError
+from bot.store.db import read_only, sessionmaker
 from bot.store.models import AccountRow, ContactRow
 
 #: at most this many problems are listed in a CrmImportError
@@ -120,8 +121,9 @@ class _Problems:
 class CrmStore:
     """Reads and imports CRM records; works on SQLite and PostgreSQL."""
 
-    def __init__(self, sessionmaker: async_sessionmaker[AsyncSession]) -> None:
-        self.sessionmaker = sessionmaker
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._writes = sessionmaker(engine)
+        self._reads = sessionmaker(read_only(engine))
 
     async def find_contacts(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Contacts whose name, email or account name contains every word of ``query``
@@ -145,13 +147,13 @@ class CrmStore:
             .order_by(ContactRow.name, ContactRow.id)
             .limit(max(1, limit))
         )
-        async with self.sessionmaker() as session:
+        async with self._reads() as session:
             rows = (await session.execute(statement)).all()
         return [_contact(contact, name) for contact, name in rows]
 
     async def get_account(self, account_id: str) -> dict[str, Any] | None:
         """The account with its contacts (ordered by name), or None."""
-        async with self.sessionmaker() as session:
+        async with self._reads() as session:
             account = await session.get(AccountRow, account_id.strip())
             if account is None:
                 return None
@@ -188,7 +190,7 @@ class CrmStore:
         summary = ImportSummary(
             contacts_imported=contacts is not None, accounts_imported=accounts is not None
         )
-        async with self.sessionmaker() as session, session.begin():
+        async with self._writes() as session, session.begin():
             if contacts is not None:
                 wanted = {r.values["account_id"] for r in contact_rows} - {None}
                 wanted -= {r.values["id"] for r in account_rows}

@@ -28,7 +28,7 @@ def create_engine(database_url: str) -> AsyncEngine:
             pool_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
         )
         event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-        event.listen(engine.sync_engine, "begin", _sqlite_begin_immediate)
+        event.listen(engine.sync_engine, "begin", _sqlite_begin)
         event.listen(engine.sync_engine, "before_cursor_execute", _sqlite_where_to_run)
         return engine
     # pre-ping: a restarted PostgreSQL costs one failed check, not a failed turn
@@ -42,6 +42,14 @@ def sessionmaker(engine: AsyncEngine) -> async_sessionmaker:
 def autocommit(engine: AsyncEngine) -> AsyncEngine:
     """The engine for single statements that need no BEGIN and COMMIT round trips."""
     return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
+def read_only(engine: AsyncEngine) -> AsyncEngine:
+    """The engine for transactions that only read. On SQLite they begin deferred and take
+    no turn among the process's writers: in WAL mode a reader neither waits for a writer
+    nor holds one up (else a health check, or an admin page's scan, would stop every turn's
+    writes while it runs)."""
+    return engine.execution_options(sqlite_read_only=True)
 
 
 def on_loop(engine: AsyncEngine) -> AsyncEngine:
@@ -67,11 +75,15 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.close()
 
 
-def _sqlite_begin_immediate(connection) -> None:  # type: ignore[no-untyped-def]
+def _sqlite_begin(connection) -> None:  # type: ignore[no-untyped-def]
     # BEGIN IMMEDIATE takes the write lock up front, so a transaction waits for another's
     # at its start, instead of a deferred one failing with "database is locked" when it
-    # upgrades
-    connection.connection.driver_connection.begin_with_next_statement("BEGIN IMMEDIATE")
+    # upgrades; one that only reads needs no lock (see read_only)
+    driver = connection.connection.driver_connection
+    if connection.get_execution_options().get("sqlite_read_only", False):
+        driver.begin_with_next_statement("BEGIN", writes=False)
+    else:
+        driver.begin_with_next_statement("BEGIN IMMEDIATE")
 
 
 def _sqlite_where_to_run(connection, _cursor, _statement, _parameters, context, _many) -> None:  # type: ignore[no-untyped-def]

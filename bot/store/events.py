@@ -55,7 +55,7 @@ from sqlalchemy import (
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.messages import utcnow
-from bot.store.db import autocommit, insert_for, on_loop
+from bot.store.db import autocommit, insert_for, on_loop, read_only
 from bot.store.history import TICKET_TTL
 from bot.store.models import ChannelTicket, SlackEventRow
 
@@ -211,7 +211,7 @@ class SlackEvents:
             return [TakenOver(question, reply) for question, reply in taken]
 
     async def status(self, channel_id: str, message_ts: str) -> str | None:
-        async with self.engine.connect() as connection:
+        async with read_only(self.engine).connect() as connection:
             return await connection.scalar(
                 select(SlackEventRow.status).where(_KEY == (channel_id, message_ts))
             )

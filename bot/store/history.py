@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.messages import Message, ToolCall, TurnRecord, utcnow
-from bot.store.db import autocommit, insert_for, on_loop, sessionmaker
+from bot.store.db import autocommit, insert_for, on_loop, read_only, sessionmaker
 from bot.store.models import ChannelRow, ChannelTicket, MessageRow, TurnRow
 
 log = logging.getLogger(__name__)
@@ -181,6 +181,8 @@ class HistoryStore:
     def __init__(self, engine: AsyncEngine) -> None:
         self.engine = engine
         self.sessions: async_sessionmaker[AsyncSession] = sessionmaker(engine)
+        #: for the methods that only read (see read_only)
+        self._reads = sessionmaker(read_only(engine))
         self._arrivals: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
@@ -546,7 +548,7 @@ class HistoryStore:
 
     async def messages(self, channel_id: str) -> list[Message]:
         """All of one channel's messages, in order."""
-        async with self.sessions() as session:
+        async with self._reads() as session:
             rows = await session.scalars(
                 select(MessageRow)
                 .where(MessageRow.channel_id == channel_id)
@@ -560,7 +562,7 @@ class HistoryStore:
         """Every stored message (of one channel or all), ordered, read in batches."""
         last_id = 0
         while True:
-            async with self.sessions() as session:
+            async with self._reads() as session:
                 query = select(MessageRow).where(MessageRow.id > last_id)
                 if channel_id is not None:
                     query = query.where(MessageRow.channel_id == channel_id)
@@ -572,20 +574,20 @@ class HistoryStore:
             last_id = rows[-1].id
 
     async def turns(self, channel_id: str) -> list[TurnRecord]:
-        async with self.sessions() as session:
+        async with self._reads() as session:
             rows = await session.scalars(
                 select(TurnRow).where(TurnRow.channel_id == channel_id).order_by(TurnRow.id)
             )
             return [_turn(row) for row in rows]
 
     async def turn(self, turn_id: int) -> TurnRecord | None:
-        async with self.sessions() as session:
+        async with self._reads() as session:
             row = await session.get(TurnRow, turn_id)
             return _turn(row) if row else None
 
     async def list_sessions(self) -> list[SessionSummary]:
         """Every channel with stored messages, most recently active first."""
-        async with self.sessions() as session:
+        async with self._reads() as session:
             counts = (
                 await session.execute(
                     select(
@@ -614,7 +616,7 @@ class HistoryStore:
         """The channels with a message whose content contains ``text`` (case-insensitive
         for ASCII on every backend)."""
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        async with self.sessions() as session:
+        async with self._reads() as session:
             found = await session.scalars(
                 select(MessageRow.channel_id)
                 .where(MessageRow.content.ilike(pattern, escape="\\"))
@@ -623,7 +625,7 @@ class HistoryStore:
             return set(found)
 
     async def has_channel(self, channel_id: str) -> bool:
-        async with self.sessions() as session:
+        async with self._reads() as session:
             found = await session.scalar(
                 select(MessageRow.id).where(MessageRow.channel_id == channel_id).limit(1)
             )
@@ -683,7 +685,7 @@ class HistoryStore:
 
     async def ping(self) -> bool:
         try:
-            async with self.sessions() as session:
+            async with self._reads() as session:
                 await session.execute(select(1))
             return True
         except (OperationalError, DBAPIError, OSError):

@@ -13,10 +13,12 @@ trip. So:
   the cursor executes it and reads all its rows at once.
 * A transaction's BEGIN goes along with its first statement.
 * The process's transactions on a file take turns on an asyncio lock (``File.writers``) before
-  their BEGIN, so they never meet SQLite's lock held by one another. SQLite's busy timeout
-  is 0: a statement that finds the database locked by another process fails at once, before
-  it changed anything, and is tried again on the thread every few milliseconds until the
-  busy timeout is up (SQLite's own busy handler sleeps up to 100 ms between tries).
+  their BEGIN, so they never meet SQLite's lock held by one another; one begun for reading
+  only takes no turn (in WAL mode readers and the writer do not wait for one another).
+* SQLite's busy timeout is 0: a statement that finds the database locked by another process
+  fails at once, before it changed anything, and is tried again on the thread every few
+  milliseconds until the busy timeout is up (SQLite's own busy handler sleeps up to 100 ms
+  between tries).
 * SQLite's automatic checkpoints, which write the database file and fsync it inside a
   COMMIT, are off; the thread runs one every CHECKPOINT_EVERY commits to the file instead.
 """
@@ -70,6 +72,8 @@ def connector(database_url: str, busy_timeout: float):  # type: ignore[no-untype
 class OneTripConnection(aiosqlite.Connection):
     #: a BEGIN to run just before the next statement, in the same trip
     begin: str | None = None
+    #: whether that transaction writes (and so takes its turn among the process's writers)
+    begin_writes = True
     #: whether the statements under way run on the event loop's thread
     on_loop = False
     busy_timeout_ms = 0
@@ -79,10 +83,11 @@ class OneTripConnection(aiosqlite.Connection):
     def cursor(self) -> OneTripCursor:  # type: ignore[override]
         return OneTripCursor(self)
 
-    def begin_with_next_statement(self, begin: str) -> None:
+    def begin_with_next_statement(self, begin: str, *, writes: bool = True) -> None:
         """Start a transaction with ``begin`` (e.g. "BEGIN IMMEDIATE"), sent along with the
-        next statement; a transaction that ends before it sends none ends as it began."""
-        self.begin = begin
+        next statement; a transaction that ends before it sends none ends as it began.
+        ``writes=False``: it only reads, and needs no turn among the writers."""
+        self.begin, self.begin_writes = begin, writes
 
     async def commit(self) -> None:
         if await self._end(self._conn.commit):
@@ -155,7 +160,7 @@ class OneTripCursor:
     async def _run(self, method: str, sql: str, parameters: Any) -> OneTripCursor:
         connection = self._connection
         begin, connection.begin = connection.begin, None
-        if begin is not None:
+        if begin is not None and connection.begin_writes:
             await connection._start_writing()
         done = None
         if connection.on_loop:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.cli.crm import crm
 from bot.store.crm import CrmImportError, CrmStore
@@ -21,14 +22,19 @@ ACCOUNTS_HEADER = "id,name,industry,tier,owner,notes\n"
 
 
 @pytest.fixture
-async def store(database_url: str) -> AsyncIterator[CrmStore]:
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
     engine = create_engine(database_url)
-    yield CrmStore(sessionmaker(engine))
+    yield engine
     await engine.dispose()
 
 
-async def counts(store: CrmStore) -> tuple[int, int]:
-    async with store.sessionmaker() as session:
+@pytest.fixture
+def store(engine: AsyncEngine) -> CrmStore:
+    return CrmStore(engine)
+
+
+async def counts(engine: AsyncEngine) -> tuple[int, int]:
+    async with sessionmaker(engine)() as session:
         contacts = await session.scalar(select(func.count()).select_from(ContactRow))
         accounts = await session.scalar(select(func.count()).select_from(AccountRow))
     return contacts or 0, accounts or 0
@@ -42,15 +48,17 @@ def write(path: Path, text: str | bytes) -> Path:
     return path
 
 
-async def test_import_the_examples(store: CrmStore) -> None:
+async def test_import_the_examples(store: CrmStore, engine: AsyncEngine) -> None:
     summary = await store.import_csv(EXAMPLES / "contacts.csv", EXAMPLES / "accounts.csv")
     assert summary.describe() == "Imported 8 contacts (8 new) and 4 accounts (4 new)."
-    assert await counts(store) == (8, 4)
+    assert await counts(engine) == (8, 4)
     (ana,) = await store.find_contacts("ana lima")
     assert ana["account_name"] == "Acme Corp"
 
 
-async def test_importing_again_updates(store: CrmStore, tmp_path: Path) -> None:
+async def test_importing_again_updates(
+    store: CrmStore, engine: AsyncEngine, tmp_path: Path
+) -> None:
     await store.import_csv(EXAMPLES / "contacts.csv", EXAMPLES / "accounts.csv")
     contacts = write(
         tmp_path / "contacts.csv",
@@ -61,12 +69,12 @@ async def test_importing_again_updates(store: CrmStore, tmp_path: Path) -> None:
     summary = await store.import_csv(contacts, None)
     assert summary.describe() == "Imported 2 contacts (1 new, 1 updated)."
     assert (summary.contacts_created, summary.contacts_updated) == (1, 1)
-    assert await counts(store) == (9, 4)
+    assert await counts(engine) == (9, 4)
     (ana,) = await store.find_contacts("ana lima")
     assert ana["email"] == "ana@acme.example"
     assert ana["title"] == "COO"
     assert ana["phone"] == "+351 21 000 1001"  # no phone column: left alone
-    async with store.sessionmaker() as session:
+    async with sessionmaker(engine)() as session:
         row = await session.get(ContactRow, "c-101")
         assert row is not None and row.attributes == {}  # the empty cell removed the key
         new = await session.get(ContactRow, "c-999")
@@ -138,7 +146,9 @@ BAD_CASES = {
 
 
 @pytest.mark.parametrize("case", BAD_CASES)
-async def test_a_bad_row_imports_nothing(store: CrmStore, tmp_path: Path, case: str) -> None:
+async def test_a_bad_row_imports_nothing(
+    store: CrmStore, engine: AsyncEngine, tmp_path: Path, case: str
+) -> None:
     text, line, message = BAD_CASES[case]
     accounts = write(tmp_path / "accounts.csv", ACCOUNTS_HEADER + "acc-1,Acme,,,,\n")
     contacts = write(tmp_path / "contacts.csv", text)
@@ -146,10 +156,10 @@ async def test_a_bad_row_imports_nothing(store: CrmStore, tmp_path: Path, case: 
         await store.import_csv(contacts, accounts)
     assert f"{contacts}:{line}: {message}" in str(caught.value)
     assert str(caught.value).startswith("CRM import failed, nothing was imported")
-    assert await counts(store) == (0, 0)  # the good accounts file was not imported either
+    assert await counts(engine) == (0, 0)  # the good accounts file was not imported either
 
 
-async def test_invalid_utf8(store: CrmStore, tmp_path: Path) -> None:
+async def test_invalid_utf8(store: CrmStore, engine: AsyncEngine, tmp_path: Path) -> None:
     contacts = write(
         tmp_path / "contacts.csv",
         (CONTACTS_HEADER + "c-1,Ana,,,,\nc-2,Jos").encode() + b"\xe9,,,,\n",
@@ -159,7 +169,7 @@ async def test_invalid_utf8(store: CrmStore, tmp_path: Path) -> None:
     assert caught.value.problems == [
         f"{contacts}:3: not valid UTF-8 (byte 0xe9 at column 8); save the file as UTF-8"
     ]
-    assert await counts(store) == (0, 0)
+    assert await counts(engine) == (0, 0)
 
 
 async def test_an_update_is_not_half_applied(store: CrmStore, tmp_path: Path) -> None:

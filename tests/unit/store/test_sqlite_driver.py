@@ -15,7 +15,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from bot.store import sqlite_driver
-from bot.store.db import create_engine, on_loop
+from bot.store.db import create_engine, on_loop, read_only
+from bot.store.history import HistoryStore
 
 
 @pytest.fixture(params=["on the thread", "on the loop"])
@@ -109,6 +110,55 @@ async def test_a_writer_waits_for_another_connections_transaction(tmp_path: Path
     finally:
         await first.dispose()
         await second.dispose()
+
+
+async def test_a_reader_neither_waits_for_a_writer_nor_holds_one_up(tmp_path: Path) -> None:
+    """A health check or an admin page's read while a turn's write is under way, and a
+    write while a read is under way: neither waits for the other."""
+    engine = create_engine(f"sqlite:///{tmp_path / 'driver.db'}")
+    reads = read_only(engine)
+    try:
+        async with engine.begin() as connection:
+            await connection.execute(text("CREATE TABLE t (n INTEGER)"))
+            await connection.execute(text("INSERT INTO t VALUES (1)"))
+        writing, written = asyncio.Event(), asyncio.Event()
+
+        async def write() -> None:
+            async with engine.begin() as connection:
+                await connection.execute(text("INSERT INTO t VALUES (2)"))
+                writing.set()
+                await written.wait()  # the write lock held, as by a long write
+
+        async def read() -> list[int]:
+            assert await HistoryStore(engine).ping()
+            async with reads.connect() as connection:
+                return list((await connection.execute(text("SELECT n FROM t"))).scalars())
+
+        writer = asyncio.create_task(write())
+        await writing.wait()
+        reader = asyncio.create_task(read())
+        done, _ = await asyncio.wait({reader}, timeout=10)
+        assert reader in done, "the read waited for the write under way"
+        assert reader.result() == [1]  # what was committed before it began
+        written.set()
+        await writer
+
+        writing.clear()
+        written.clear()
+        async with reads.connect() as reading:
+            await reading.execute(text("SELECT count(*) FROM t"))  # its transaction is open
+            writer = asyncio.create_task(write())
+            wrote = asyncio.create_task(writing.wait())
+            done, _ = await asyncio.wait({wrote}, timeout=10)
+            assert wrote in done, "the write waited for the read under way"
+            written.set()
+            await writer
+            # the read goes on with what there was when it began
+            assert (await reading.execute(text("SELECT count(*) FROM t"))).scalar() == 2
+        async with reads.connect() as connection:
+            assert (await connection.execute(text("SELECT count(*) FROM t"))).scalar() == 3
+    finally:
+        await engine.dispose()
 
 
 async def test_a_database_locked_elsewhere_is_waited_for_off_the_loop(tmp_path: Path) -> None:

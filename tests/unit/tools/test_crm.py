@@ -11,7 +11,7 @@ import pytest
 
 from bot.messages import ToolCall
 from bot.store.crm import CrmStore
-from bot.store.db import create_engine, sessionmaker
+from bot.store.db import create_engine
 from bot.tools.base import ToolRegistry
 from bot.tools.crm import CrmTools
 
@@ -21,7 +21,7 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 @pytest.fixture
 async def store(database_url: str) -> AsyncIterator[CrmStore]:
     engine = create_engine(database_url)
-    crm = CrmStore(sessionmaker(engine))
+    crm = CrmStore(engine)
     await crm.import_csv(EXAMPLES / "contacts.csv", EXAMPLES / "accounts.csv")
     yield crm
     await engine.dispose()
