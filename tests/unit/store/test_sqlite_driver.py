@@ -157,6 +157,31 @@ async def test_a_reader_neither_waits_for_a_writer_nor_holds_one_up(tmp_path: Pa
             assert (await reading.execute(text("SELECT count(*) FROM t"))).scalar() == 2
         async with reads.connect() as connection:
             assert (await connection.execute(text("SELECT count(*) FROM t"))).scalar() == 3
+
+        # another process's write (here: a plain sqlite3 connection on a thread), as a
+        # `bot crm import` or a purge would hold it: the health check does not wait for it
+        locked, unlock = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            other = sqlite3.connect(tmp_path / "driver.db", isolation_level=None)
+            other.execute("BEGIN IMMEDIATE")
+            other.execute("INSERT INTO t VALUES (4)")
+            locked.set()
+            unlock.wait(10)
+            other.execute("COMMIT")
+            other.close()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        try:
+            assert locked.wait(10)
+            reader = asyncio.create_task(read())
+            done, _ = await asyncio.wait({reader}, timeout=10)
+            assert reader in done, "the read waited for another process's write"
+            assert unlock.is_set() is False and sorted(reader.result()) == [1, 2, 2]
+        finally:
+            unlock.set()
+            await asyncio.to_thread(holder.join)
     finally:
         await engine.dispose()
 
