@@ -130,6 +130,7 @@ class SlackEvents:
         self._autocommit = autocommit(engine)
         #: for the claims of turns under way (see on_loop)
         self._turns = on_loop(engine)
+        self._reads = read_only(engine)
         self._claims = _GroupCommit(self._claim_all)
         self._replies = _GroupCommit(self._keep_replies)
         self._releases = _GroupCommit(self._release_all)
@@ -211,7 +212,7 @@ class SlackEvents:
             return [TakenOver(question, reply) for question, reply in taken]
 
     async def status(self, channel_id: str, message_ts: str) -> str | None:
-        async with read_only(self.engine).connect() as connection:
+        async with self._reads.connect() as connection:
             return await connection.scalar(
                 select(SlackEventRow.status).where(_KEY == (channel_id, message_ts))
             )

@@ -5,9 +5,10 @@ take turns; a locked database is waited for off the loop; checkpoints still happ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
-import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,35 @@ async def engine(request: pytest.FixtureRequest, tmp_path: Path):  # type: ignor
         await connection.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE)"))
     yield on_loop(engine) if request.param == "on the loop" else engine
     await engine.dispose()
+
+
+@contextlib.asynccontextmanager
+async def written_elsewhere(
+    path: Path, value: int, log: list[str] | None = None
+) -> AsyncIterator[threading.Event]:
+    """Another process's write (here: a plain sqlite3 connection on a thread): it inserts
+    ``value`` into ``t`` and holds the write lock until the yielded event is set (or the
+    block ends), then commits."""
+    locked, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        other = sqlite3.connect(path, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("INSERT INTO t VALUES (?)", (value,))
+        locked.set()
+        release.wait(10)
+        if log is not None:
+            log.append("elsewhere commits")
+        other.execute("COMMIT")
+        other.close()
+
+    holder = asyncio.create_task(asyncio.to_thread(hold))
+    try:
+        assert await asyncio.to_thread(locked.wait, 10)
+        yield release
+    finally:
+        release.set()
+        await holder
 
 
 async def test_rows_counts_and_returning(engine) -> None:  # type: ignore[no-untyped-def]
@@ -158,56 +188,26 @@ async def test_a_reader_neither_waits_for_a_writer_nor_holds_one_up(tmp_path: Pa
         async with reads.connect() as connection:
             assert (await connection.execute(text("SELECT count(*) FROM t"))).scalar() == 3
 
-        # another process's write (here: a plain sqlite3 connection on a thread), as a
-        # `bot crm import` or a purge would hold it: the health check does not wait for it
-        locked, unlock = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            other = sqlite3.connect(tmp_path / "driver.db", isolation_level=None)
-            other.execute("BEGIN IMMEDIATE")
-            other.execute("INSERT INTO t VALUES (4)")
-            locked.set()
-            unlock.wait(10)
-            other.execute("COMMIT")
-            other.close()
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        try:
-            assert locked.wait(10)
+        # another process's write, as a `bot crm import` or a purge would hold it: the
+        # health check does not wait for it
+        async with written_elsewhere(tmp_path / "driver.db", 4) as unlock:
             reader = asyncio.create_task(read())
             done, _ = await asyncio.wait({reader}, timeout=10)
             assert reader in done, "the read waited for another process's write"
             assert unlock.is_set() is False and sorted(reader.result()) == [1, 2, 2]
-        finally:
-            unlock.set()
-            await asyncio.to_thread(holder.join)
     finally:
         await engine.dispose()
 
 
 async def test_a_database_locked_elsewhere_is_waited_for_off_the_loop(tmp_path: Path) -> None:
-    """Another process (here: a plain sqlite3 connection on a thread) holds the write lock
-    for 0.3 s: a turn's transaction waits for it, and the event loop goes on meanwhile."""
+    """Another process holds the write lock for 0.3 s: a turn's transaction waits for it,
+    and the event loop goes on meanwhile."""
     path = tmp_path / "driver.db"
     engine = create_engine(f"sqlite:///{path}")
     try:
         async with engine.begin() as connection:
             await connection.execute(text("CREATE TABLE t (n INTEGER)"))
-        locked, order = threading.Event(), []
-
-        def elsewhere() -> None:
-            other = sqlite3.connect(path, isolation_level=None)
-            other.execute("BEGIN IMMEDIATE")
-            other.execute("INSERT INTO t VALUES (1)")
-            locked.set()
-            time.sleep(0.3)
-            order.append("elsewhere commits")
-            other.execute("COMMIT")
-            other.close()
-
-        holder = asyncio.create_task(asyncio.to_thread(elsewhere))
-        await asyncio.to_thread(locked.wait)
+        order: list[str] = []
         ticks = 0
 
         async def tick() -> None:
@@ -216,12 +216,13 @@ async def test_a_database_locked_elsewhere_is_waited_for_off_the_loop(tmp_path: 
                 await asyncio.sleep(0.01)
                 ticks += 1
 
-        ticker = asyncio.create_task(tick())
-        async with on_loop(engine).begin() as connection:
-            await connection.execute(text("INSERT INTO t VALUES (2)"))
-        order.append("the turn commits")
-        ticker.cancel()
-        await holder
+        async with written_elsewhere(path, 1, order) as release:
+            threading.Timer(0.3, release.set).start()
+            ticker = asyncio.create_task(tick())
+            async with on_loop(engine).begin() as connection:
+                await connection.execute(text("INSERT INTO t VALUES (2)"))
+            order.append("the turn commits")
+            ticker.cancel()
         assert order == ["elsewhere commits", "the turn commits"]
         assert ticks >= 10  # ~25 in 0.3 s: the loop was not blocked while the turn waited
         async with engine.connect() as connection:
