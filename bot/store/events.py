@@ -45,6 +45,7 @@ from sqlalchemy import (
     and_,
     bindparam,
     delete,
+    exists,
     insert,
     or_,
     select,
@@ -202,6 +203,11 @@ class SlackEvents:
             .limit(TAKE_OVER_BATCH)
             .with_for_update(skip_locked=True)
         )
+        # a read first: the usual sweep finds nothing, and then takes no write lock (on
+        # SQLite, the file's one lock, which another process's import or purge may hold)
+        async with self._reads.connect() as connection:
+            if not await connection.scalar(select(exists().where(abandoned))):
+                return []
         async with self.engine.begin() as connection:
             taken = await connection.execute(
                 update(SlackEventRow)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -140,6 +141,26 @@ async def test_a_dead_holders_claims_go_to_one_of_two_racing_sweeps(database_url
     finally:
         for engine in engines:
             await engine.dispose()
+
+
+async def test_a_sweep_with_nothing_to_take_over_does_not_wait_for_a_write_elsewhere(
+    sqlite_url: str,
+) -> None:
+    """Another process (a CLI import, say) holds the SQLite file's write lock: the sweep,
+    every few seconds, finds no claim of a dead holder without waiting for it (it used to
+    wait for the lock, up to the busy timeout, to write nothing)."""
+    engine = create_engine(sqlite_url)
+    claims = SlackEvents(engine)
+    await claims.claim("C1", "1.1")  # live: nothing to take over
+    other = sqlite3.connect(sqlite_url.removeprefix("sqlite:///"), isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        async with asyncio.timeout(5):
+            assert await claims.take_over_abandoned() == []
+        other.execute("COMMIT")
+    finally:
+        other.close()
+        await engine.dispose()
 
 
 async def test_old_claims_are_forgotten(claims: SlackEvents) -> None:
