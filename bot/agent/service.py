@@ -133,6 +133,22 @@ class Conversations:
             log.exception("resuming turn %s failed on the database", turn_id)
             return Reply(STORE_FAILED, ok=False, outcome="error", turn_id=turn_id)
 
+    async def edit(self, channel_id: str, slack_ts: str, text: str) -> int:
+        """A person edited a message (``slack_ts``) where it was asked: the stored one reads
+        ``text`` from now on, cleaned and counted as a new message's would be. How many
+        stored messages changed (0: it was never stored)."""
+        user = Message.user(clean_text(text))
+        async with self.store.channel_lock(channel_id):
+            return await self.store.edit_slack_message(
+                channel_id, slack_ts, user.content or "", count_message(user)
+            )
+
+    async def delete(self, channel_id: str, slack_ts: str) -> int:
+        """A message (``slack_ts``) deleted where it was asked leaves the stored history.
+        How many stored messages went."""
+        async with self.store.channel_lock(channel_id):
+            return await self.store.delete_slack_message(channel_id, slack_ts)
+
     async def _turn(
         self,
         incoming: Incoming,

@@ -2,7 +2,7 @@
 Bolt's own (signature, authorization, the bot's own events, url_verification):
 
 1. ``IgnoreUnwanted``: bots, ignored subtypes and channel messages that do not mention the
-   bot are acknowledged and dropped, never stored.
+   bot are acknowledged and dropped, never stored; deletions and edits go on.
 2. ``AnswerOnce``: a question is claimed in the database by (channel, ts) before the ack;
    a duplicate delivery is acknowledged and dropped. A database failure answers 503, so
    Slack delivers the event again later.
@@ -29,7 +29,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from bot.config import Settings
 from bot.slack import listeners
-from bot.slack.events import deleted_message, is_ignored, question_from
+from bot.slack.events import deleted_message, edited_message, is_ignored, question_from
 from bot.slack.replies import NoDoublePostRetryHandler
 from bot.slack.turns import TurnRunner
 from bot.store.events import SlackEvents
@@ -120,6 +120,7 @@ class IgnoreUnwanted(AsyncMiddleware):
             return BoltResponse(status=200, body="")
         context["question"] = question_from(event, context.bot_user_id)
         context["deleted_message"] = deleted_message(event)
+        context["edited_message"] = edited_message(event, context.bot_user_id)
         return await next()
 
 
@@ -134,8 +135,9 @@ class AnswerOnce(AsyncMiddleware):
     async def async_process(
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
     ) -> BoltResponse | None:
-        question = req.context.get("question")
-        if not self.runner.accepting and (question or req.context.get("deleted_message")):
+        question, context = req.context.get("question"), req.context
+        changes = context.get("deleted_message") or context.get("edited_message")
+        if not self.runner.accepting and (question or changes):
             return BoltResponse(status=503, body="")  # shutting down: Slack delivers it again
         if question is None:
             return await next()

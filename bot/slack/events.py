@@ -1,9 +1,10 @@
 """Pure rules from a Slack event to what the bot does with it; no I/O.
 
 ``question_from`` says whether an event is a person asking the bot something (and what the
-core gets), ``deleted_message`` whether it removes a stored message. Everything else that is
-a message is ignored and never stored: bots (the bot itself included), subtypes other than a
-plain message or ``file_share``, and channel messages that do not mention the bot.
+core gets), ``deleted_message`` and ``edited_message`` whether it removes or changes a
+message (the stored history follows Slack). Everything else that is a message is ignored
+and never stored: bots (the bot itself included), subtypes other than a plain message or
+``file_share``, and channel messages that do not mention the bot.
 """
 
 from __future__ import annotations
@@ -108,6 +109,41 @@ def deleted_message(event: dict[str, Any]) -> Deletion | None:
 
 
 @dataclass(frozen=True)
+class Edit:
+    """A person's message edited in Slack (``ts``): its new text, without the bot's mention,
+    and when it was edited (``event_ts``)."""
+
+    channel: str
+    ts: str
+    text: str
+    event_ts: str
+
+
+def edited_message(event: dict[str, Any], bot_user_id: str | None) -> Edit | None:
+    """The message a ``message_changed`` event edits, when it may be stored: a person's,
+    in a DM or mentioning the bot before or after, and its text changed (Slack also sends
+    ``message_changed`` when it adds a link's preview)."""
+    if event.get("type") != "message" or event.get("subtype") != "message_changed":
+        return None
+    message, before = event.get("message"), event.get("previous_message") or {}
+    if not isinstance(message, dict) or _from_a_bot(message, bot_user_id):
+        return None
+    channel, ts, text = event.get("channel"), message.get("ts"), message.get("text")
+    if not (channel and ts and message.get("user") and isinstance(text, str)):
+        return None
+    old = before.get("text") if isinstance(before, dict) else None
+    if text == old:
+        return None
+    asked = event.get("channel_type") == "im" or any(
+        isinstance(t, str) and mentions(t, bot_user_id) for t in (text, old)
+    )
+    if not asked:
+        return None
+    event_ts = event.get("event_ts") or event.get("ts") or ts
+    return Edit(channel, ts, strip_mention(text, bot_user_id), event_ts)
+
+
+@dataclass(frozen=True)
 class Press:
     """A button of the bot's pressed: ``action`` on turn ``turn_id`` by ``user``, on the
     message ``message_ts`` (the card) in ``thread``."""
@@ -136,7 +172,11 @@ def is_ignored(event: dict[str, Any], bot_user_id: str | None) -> bool:
     """A message event the bot neither answers nor stores."""
     if event.get("type") not in ("app_mention", "message"):
         return False
-    return question_from(event, bot_user_id) is None and deleted_message(event) is None
+    return (
+        question_from(event, bot_user_id) is None
+        and deleted_message(event) is None
+        and edited_message(event, bot_user_id) is None
+    )
 
 
 def mentions(text: str, bot_user_id: str | None) -> bool:

@@ -1,7 +1,7 @@
 """TurnRunner: the work that happens after Slack got its acknowledgement.
 
-* Each channel's work (answers, deletions) runs one job at a time in Slack-ts order, in a
-  task of its own; across processes the store's channel lock keeps the same order.
+* Each channel's work (answers, deletions, edits) runs one job at a time in Slack-ts order,
+  in a task of its own; across processes the store's channel lock keeps the same order.
 * The working sign goes up once the question's turn has begun (its request to the model
   goes out first: under a burst of questions the answers come sooner), or at once when
   other work waits ahead in the channel; at most SIGN_WITHIN_S after the ack either way.
@@ -38,7 +38,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from bot.agent.service import Reply
 from bot.messages import utcnow
 from bot.slack.delivery import Delivery
-from bot.slack.events import Deletion, Press, Question
+from bot.slack.events import Deletion, Edit, Press, Question
 from bot.slack.presses import Presses
 from bot.store.events import RENEW_EVERY, SlackEvents
 
@@ -64,7 +64,7 @@ class KeptReply:
     reply: Reply
 
 
-Job = Question | KeptReply | Deletion
+Job = Question | KeptReply | Deletion | Edit
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class _Sign:
 
 
 class TurnRunner:
-    """Runs answers and deletions after the ack, per channel in order, tracked."""
+    """Runs answers, deletions and edits after the ack, per channel in order, tracked."""
 
     def __init__(self, delivery: Delivery, presses: Presses, claims: SlackEvents):
         self.delivery = delivery
@@ -143,10 +143,10 @@ class TurnRunner:
         the channel's lock itself)."""
         self._spawn(self.presses.handle(press))
 
-    def forget_message(self, deletion: Deletion) -> None:
-        """A message deleted in Slack leaves the stored history too (after the work queued
-        before the deletion, which might store it)."""
-        self._enqueue(deletion.channel, deletion.event_ts, deletion)
+    def follow(self, change: Deletion | Edit) -> None:
+        """A message deleted or edited in Slack is deleted or edited in the stored history
+        too (after the work queued before the change, which might store it)."""
+        self._enqueue(change.channel, change.event_ts, change)
 
     async def close(self, drain_s: float) -> None:
         """Take no more work; wait up to ``drain_s`` s for the work in flight, then stop it."""
@@ -204,7 +204,7 @@ class TurnRunner:
                 elif isinstance(job, KeptReply):
                     await self._post_kept(job)
                 else:
-                    await self._forget(job)
+                    await self._follow(job)
         finally:
             del self._queues[channel]
             # stopped at shutdown: handed back, for another process (or this one's
@@ -212,7 +212,7 @@ class TurnRunner:
             never_started = [
                 job.question if isinstance(job, KeptReply) else job
                 for _, _, job in queue
-                if not isinstance(job, Deletion)
+                if isinstance(job, Question | KeptReply)
             ]
             if never_started:
                 await asyncio.shield(
@@ -302,19 +302,24 @@ class TurnRunner:
             # the lease runs out by itself; a retry then finds the stored turn, if any
             log.warning("could not release the claim on %s in %s", question.ts, question.channel)
 
-    async def _forget(self, deletion: Deletion) -> None:
-        store = self.delivery.store
+    async def _follow(self, change: Deletion | Edit) -> None:
+        conversations = self.delivery.conversations
+        done = "edited" if isinstance(change, Edit) else "deleted"
         try:
-            async with store.channel_lock(deletion.channel):
-                deleted = await store.delete_slack_message(deletion.channel, deletion.ts)
+            if isinstance(change, Edit):
+                changed = await conversations.edit(change.channel, change.ts, change.text)
+            else:
+                changed = await conversations.delete(change.channel, change.ts)
             log.info(
-                "message %s deleted in %s: %d stored message(s) removed",
-                deletion.ts,
-                deletion.channel,
-                deleted,
+                "message %s %s in %s: %d stored message(s) %s",
+                change.ts,
+                done,
+                change.channel,
+                changed,
+                done,
             )
         except (SQLAlchemyError, OSError):
-            log.exception("could not delete message %s of %s", deletion.ts, deletion.channel)
+            log.exception("could not have message %s of %s %s", change.ts, change.channel, done)
 
     async def _keep_claims(self) -> None:
         loop = asyncio.get_running_loop()

@@ -66,9 +66,9 @@ _NEWEST_POSITION = (
 # insert them one by one; the positions tell the ids apart instead
 _INSERT_MESSAGES = insert(_MESSAGES).returning(_MESSAGES.c.position, _MESSAGES.c.id)
 #: a page of the window, newest first: what a model request needs of a stored message
-#: (plain rows, no dates to parse), from before position "before"
+#: (plain rows), and when it was edited, from before position "before"
 _WINDOW_PAGE = (
-    select(*(_MESSAGES.c[name] for name in WINDOW_COLUMNS))
+    select(*(_MESSAGES.c[name] for name in WINDOW_COLUMNS), _MESSAGES.c.edited_at)
     .where(
         _MESSAGES.c.channel_id == bindparam("channel"),
         _MESSAGES.c.position < bindparam("before"),
@@ -78,7 +78,9 @@ _WINDOW_PAGE = (
 )
 #: greater than any position (a BIGINT)
 _BEYOND_POSITIONS = 2**63 - 1
-_WINDOW_SPAN = select(func.count(), func.max(_MESSAGES.c.id)).where(
+_WINDOW_SPAN = select(
+    func.count(), func.max(_MESSAGES.c.id), func.max(_MESSAGES.c.edited_at)
+).where(
     _MESSAGES.c.channel_id == bindparam("channel"),
     _MESSAGES.c.position >= bindparam("oldest"),
 )
@@ -142,6 +144,8 @@ class _Window:
         self.positions: list[int] = []
         self.messages: list[Message] = []
         self.tokens = 0
+        #: the latest edit of one of its messages, when read
+        self.edited: datetime | None = None
 
     @property
     def newest(self) -> int | None:
@@ -488,9 +492,8 @@ class HistoryStore:
             before = page[-1][1]  # position
         window = _Window(token_budget)
         # unpacked by position: attribute access by name costs more per row
-        for id_, position, turn_id, role, content, tool_calls, call_id, name, tokens in reversed(
-            picked
-        ):
+        for row in reversed(picked):
+            id_, position, turn_id, role, content, tool_calls, call_id, name, tokens, _ = row
             calls = tuple(ToolCall.from_dict(c) for c in tool_calls) if tool_calls else ()
             window.add(
                 position,
@@ -505,6 +508,8 @@ class HistoryStore:
                     tokens=tokens,
                 ),
             )
+        oldest = window.positions[0] if window.positions else 0
+        window.edited = max((row[9] for row in picked if row[9] and row[1] >= oldest), default=None)
         return window
 
     async def _unchanged(
@@ -512,13 +517,18 @@ class HistoryStore:
     ) -> bool:
         """Whether the channel's rows from the window's oldest on are exactly the window's.
         A row added since has a higher id; a row deleted lowers the count (deletions made
-        through this store also drop its kept windows: SQLite may reuse the highest id)."""
+        through this store also drop its kept windows: SQLite may reuse the highest id); a
+        row edited since has the latest ``edited_at``."""
         oldest = window.positions[0] if window.positions else 0
-        count, highest = (
+        count, highest, edited = (
             await connection.execute(_WINDOW_SPAN, {"channel": channel_id, "oldest": oldest})
         ).one()
         ids = [message.id for message in window.messages]
-        return count == len(ids) and highest == max(ids, default=None)  # type: ignore[type-var]
+        return (
+            count == len(ids)
+            and highest == max(ids, default=None)  # type: ignore[type-var]
+            and edited == window.edited
+        )
 
     def _keep_window(self, channel_id: str, window: _Window, deletions: int) -> None:
         """Keep ``window`` for the channel's next turn, unless a deletion ran since it was
@@ -667,6 +677,23 @@ class HistoryStore:
                 )
             )
             return deleted.rowcount or 0
+
+    async def edit_slack_message(
+        self, channel_id: str, slack_ts: str, content: str, tokens: int
+    ) -> int:
+        """A person's message edited in Slack reads as edited here too."""
+        self._forget_windows(channel_id)
+        async with self.sessions.begin() as session:
+            edited = await session.execute(
+                update(MessageRow)
+                .where(
+                    MessageRow.channel_id == channel_id,
+                    MessageRow.slack_ts == slack_ts,
+                    MessageRow.role == "user",
+                )
+                .values(content=_storable(content), tokens=tokens, edited_at=utcnow())
+            )
+            return edited.rowcount or 0
 
     async def purge(self, older_than: datetime) -> int:
         """Retention: delete messages created before ``older_than``, and turns left empty."""

@@ -75,6 +75,8 @@ class MessageRow(Base):
     slack_ts: Mapped[str | None] = mapped_column(String(32))
     tokens: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    #: when a person last edited it in Slack
+    edited_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
     __table_args__ = (
         UniqueConstraint("channel_id", "position", name="uq_messages_channel_position"),

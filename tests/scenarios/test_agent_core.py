@@ -421,3 +421,32 @@ async def test_a_deleted_message_leaves_the_window(
         "a2",
         "q4",
     ]
+
+
+@pytest.mark.parametrize("edited_by", ["this process", "another process"])
+async def test_an_edited_message_reaches_the_model_edited(
+    make_services, fake_openai: FakeOpenAI, edited_by: str
+) -> None:
+    """The process that answered keeps the channel's window in memory: an edit stored by
+    it or by another process is what the next request carries, cleaned as a new message."""
+    services = make_services()
+    editor = services if edited_by == "this process" else make_services()
+    fake_openai.script(*(Reply(text=f"a{n}") for n in range(3)))
+    await ask(services, "q1", ts="1700000000.000100")
+    await ask(services, "q2", ts="1700000000.000200")
+
+    edited = await editor.conversations.edit("C1", "1700000000.000100", "q1, edited\r\nnow")
+    await ask(services, "q3", ts="1700000000.000300")
+
+    assert edited == 1
+    assert [c for _, c in history_sent(fake_openai.requests[2])] == [
+        "q1, edited\nnow",
+        "a0",
+        "q2",
+        "a1",
+        "q3",
+    ]
+    stored = await services.store.messages("C1")
+    assert stored[0].content == "q1, edited\nnow" and stored[0].slack_ts == "1700000000.000100"
+    # only a person's own message is edited, and only one that was stored
+    assert await editor.conversations.edit("C1", "1700000000.000999", "never asked") == 0

@@ -19,11 +19,11 @@ PROMPTS = [
 
 
 class _Assistant(AsyncAssistant):
-    """Bolt's Assistant acknowledges every other event in a DM thread, deletions included;
-    a deleted message must still leave the stored history (the deletions listener)."""
+    """Bolt's Assistant acknowledges every other event in a DM thread, deletions and edits
+    included; the stored history must still follow them (the changes listener)."""
 
     async def async_process(self, *, req, resp, next):  # type: ignore[no-untyped-def]
-        if req.context.get("deleted_message"):
+        if req.context.get("deleted_message") or req.context.get("edited_message"):
             return await next()
         return await super().async_process(req=req, resp=resp, next=next)
 

@@ -10,8 +10,10 @@ import pytest
 from bot.agent.service import Incoming
 from bot.slack.events import (
     Deletion,
+    Edit,
     Question,
     deleted_message,
+    edited_message,
     is_ignored,
     question_from,
     strip_mention,
@@ -99,6 +101,41 @@ def test_a_deletion_names_the_deleted_message_and_is_not_ignored() -> None:
     assert deleted_message(deleted) == Deletion("C1", "0.9", "2.0")
     assert not is_ignored(deleted, BOT)
     assert deleted_message(event(text="hi")) is None
+
+
+def edit(before: str | None, after: str, **fields: Any) -> dict[str, Any]:
+    """A ``message_changed`` event: the message of U1 at 1.000100 now reads ``after``."""
+    message = {"type": "message", "user": "U1", "text": after, "ts": "1.000100"}
+    previous = {**message, "text": before} if before is not None else None
+    changed = {"type": "message", "user": None, "subtype": "message_changed", "ts": "2.0"}
+    return event(**changed, message=message, previous_message=previous, **fields)
+
+
+def test_an_edit_of_a_question_is_followed_with_its_new_text() -> None:
+    in_channel = edit("<@UBOT> what is TASK-1?", "<@UBOT> what is TASK-2?", event_ts="2.0")
+    in_dm = edit("hi", "hello", channel="D1", channel_type="im")
+    mention_removed = edit("<@UBOT> hi", "hi")
+
+    assert edited_message(in_channel, BOT) == Edit("C1", "1.000100", "what is TASK-2?", "2.0")
+    assert edited_message(in_dm, BOT) == Edit("D1", "1.000100", "hello", "2.0")
+    assert edited_message(mention_removed, BOT) == Edit("C1", "1.000100", "hi", "2.0")
+    assert not is_ignored(in_channel, BOT) and question_from(in_channel, BOT) is None
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        edit("just chatting", "just chatting, edited"),  # never a question here
+        edit("<@UBOT> see https://x.io", "<@UBOT> see https://x.io"),  # a preview added
+        edit("<@UBOT> hi", "<@UBOT> hello") | {"message": {"text": "hello", "ts": "1.1"}},
+        edit(None, "<@UBOT> hi") | {"message": {"bot_id": "B1", "text": "x", "ts": "1.1"}},
+        edit("<@UBOT> a", "<@UBOT> b") | {"message": {"user": BOT, "text": "b", "ts": "1.1"}},
+    ],
+    ids=["not a question", "text unchanged", "no author", "a bot's", "the bot's own"],
+)
+def test_edits_that_cannot_touch_a_stored_question_are_ignored(changed: dict[str, Any]) -> None:
+    assert edited_message(changed, BOT) is None
+    assert is_ignored(changed, BOT)
 
 
 def test_other_events_are_none_of_the_bots_business_here() -> None:

@@ -1,5 +1,6 @@
 """Slack behaviour 6 and 10: messages of one channel are handled one after another in Slack
-order, nothing lost or interleaved; a message deleted in Slack leaves the stored history."""
+order, nothing lost or interleaved; a message deleted in Slack leaves the stored history,
+and one edited there reads as edited."""
 
 from __future__ import annotations
 
@@ -116,3 +117,41 @@ async def test_a_message_deleted_while_its_answer_is_queued_is_not_kept(
     await bot.idle()
     contents = [m.content for m in await db.history.messages("C1")]
     assert "second, soon deleted" not in contents and "first" in contents
+
+
+def edited(channel: str, ts: str, before: str, after: str, at: str) -> dict:
+    """Slack's ``message_changed`` for U1's message ``ts``."""
+    message = {"type": "message", "user": "U1", "text": after, "ts": ts}
+    return {
+        "type": "message",
+        "subtype": "message_changed",
+        "hidden": True,
+        "channel": channel,
+        "ts": at,
+        "event_ts": at,
+        "message": {**message, "edited": {"user": "U1", "ts": at}},
+        "previous_message": {**message, "text": before},
+    }
+
+
+async def test_an_edited_message_reads_as_edited_even_while_its_answer_is_under_way(
+    bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
+) -> None:
+    fake_openai.latency = 0.5
+    asked = clock.ts()
+    await bot.send(mention("C1", asked, "what is TASK-1?"))
+
+    response = await bot.send(
+        edited("C1", asked, "<@UBOT> what is TASK-1?", "<@UBOT> what is TASK-2?", clock.ts())
+    )
+    unrelated = await bot.send(edited("C1", clock.ts(), "lunch?", "lunch at 1?", clock.ts()))
+
+    assert response.status_code == 200 and unrelated.status_code == 200
+    await fake_slack.wait_for(turn_finished("C1", asked))
+    await bot.idle()
+    stored = await db.history.messages("C1")
+    assert [(m.role, m.content) for m in stored] == [
+        ("user", "what is TASK-2?"),
+        ("assistant", "You said: what is TASK-1?"),  # answered before the edit came in
+    ]
+    assert len(posts(fake_slack, "C1")) == 1  # an edit is not a question
