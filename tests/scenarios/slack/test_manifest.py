@@ -33,7 +33,11 @@ def test_the_manifest_asks_only_for_what_the_bot_uses() -> None:
     assert listed_under(text, "bot_events") == {
         "app_mention",
         "assistant_thread_started",
+        # a mention's deletion or edit reaches the bot only through these
+        "message.channels",
+        "message.groups",
         "message.im",
+        "message.mpim",
     }
     assert re.search(r"^  assistant_view:\n", text, re.M)
     assert re.search(r"^\s+socket_mode_enabled: true$", text, re.M)
