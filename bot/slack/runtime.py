@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 #: how long shutdown waits for the turns in flight
 DRAIN_S = 30.0
+#: Socket Mode's ping interval, seconds
+SOCKET_PING_S = 5
 _TOKEN_HINTS = {
     "SLACK_BOT_TOKEN": "the bot token from your Slack app's OAuth page (xoxb-...)",
     "SLACK_APP_TOKEN": "an app-level token with connections:write (xapp-...)",
@@ -83,7 +85,11 @@ class SlackRuntime:
             claims=claims,
         )
         if self.socket_mode:
-            self._socket = AsyncSocketModeHandler(self.app, self.settings.SLACK_APP_TOKEN)
+            # Bolt's default ping is every 10 s: a connection that stopped answering would be
+            # given up only after four missed pongs, 40 s; here after 20 s
+            self._socket = AsyncSocketModeHandler(
+                self.app, self.settings.SLACK_APP_TOKEN, ping_interval=SOCKET_PING_S
+            )
             # a refused app token is one line here; the Socket Mode client itself would retry
             # it forever. Its URL is used at once (apps.connections.open is rate-limited).
             self._socket.client.wss_uri = await self._socket_url(client)

@@ -102,8 +102,23 @@ class FakeSocketMode:
             self.sent[envelope_id] = time.monotonic()
         return envelope_id
 
-    def wait_connected(self, timeout: float = 10) -> None:
-        self._wait(lambda: bool(self._sockets), timeout, "no Socket Mode connection")
+    def disconnect(self, reason: str = "refresh_requested") -> None:
+        """Ask the newest connection to go, as Slack does before it recycles one: the
+        client should open a new one (and Slack would then close the old)."""
+        message = json.dumps({"type": "disconnect", "reason": reason, "debug_info": {}})
+        asyncio.run_coroutine_threadsafe(self._sockets[-1].send_str(message), self._loop).result(5)
+
+    def close_newest(self) -> None:
+        """Close the newest connection from the server's side, without a word first."""
+        asyncio.run_coroutine_threadsafe(self._sockets[-1].close(), self._loop).result(5)
+
+    def wait_connected(self, timeout: float = 10, connections: int = 1) -> None:
+        """Until ``connections`` connections were opened in all, one of them still open."""
+        self._wait(
+            lambda: bool(self._sockets) and self.connections >= connections,
+            timeout,
+            f"no Socket Mode connection number {connections}",
+        )
 
     def wait_acked(self, envelope_id: str, timeout: float = 5) -> float:
         """Seconds between sending the envelope and its ack."""

@@ -81,6 +81,38 @@ async def test_socket_mode_events_are_acked_at_once_and_answered_once(
     assert slack.connections_opened == 1 and len(fake_openai.requests) == 1
 
 
+@pytest.mark.parametrize("dropped_by", ["disconnect", "close"])
+async def test_a_recycled_or_closed_connection_is_replaced_and_nothing_is_answered_twice(
+    served: ServedApp,
+    socket_mode: FakeSocketMode,
+    slack: FakeSlackWithSocketMode,
+    clock: Clock,
+    dropped_by: str,
+) -> None:
+    """Slack recycles a connection with a ``disconnect`` message, or closes it: the bot
+    opens a new one (a new URL from apps.connections.open); an event answered before the
+    swap and redelivered on the new connection is not answered again, a new one is."""
+    socket_mode.wait_connected()
+    before, after = clock.ts(), clock.ts()
+    first = json.loads(event_payload(mention("C1", before, "before the swap")))
+    socket_mode.wait_acked(socket_mode.send_event(first))
+    await slack.wait_for(lambda s: len(posts(s)) == 1, timeout=10)
+
+    if dropped_by == "disconnect":
+        socket_mode.disconnect("refresh_requested")
+    else:
+        socket_mode.close_newest()
+    socket_mode.wait_connected(timeout=15, connections=2)
+
+    again = socket_mode.send_event(first, retry_attempt=1, retry_reason="timeout")
+    new = socket_mode.send_event(json.loads(event_payload(mention("C1", after, "after it"))))
+    assert socket_mode.wait_acked(again) < 1 and socket_mode.wait_acked(new) < 1
+    await slack.wait_for(lambda s: len(posts(s)) == 2, timeout=10)
+    await slack.wait_for(lambda s: len(s.calls_to("reactions.remove")) == 2, timeout=10)
+    assert [p["text"] for p in posts(slack)] == ["You said: before the swap", "You said: after it"]
+    assert slack.connections_opened == 2
+
+
 async def test_socket_mode_serves_healthz_but_no_events_endpoint(served: ServedApp) -> None:
     async with httpx.AsyncClient() as client:
         health = await client.get(f"{served.url}/healthz")
