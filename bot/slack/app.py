@@ -2,7 +2,8 @@
 Bolt's own (signature, authorization, the bot's own events, url_verification):
 
 1. ``IgnoreUnwanted``: bots, ignored subtypes and channel messages that do not mention the
-   bot are acknowledged and dropped, never stored; deletions and edits go on.
+   bot are acknowledged and dropped, never stored; deletions and edits go on. Slack's
+   ``app_rate_limited`` notice is acknowledged and logged as an error.
 2. ``AnswerOnce``: a question is claimed in the database by (channel, ts) before the ack;
    a duplicate delivery is acknowledged and dropped. A database failure answers 503, so
    Slack delivers the event again later.
@@ -113,6 +114,16 @@ class IgnoreUnwanted(AsyncMiddleware):
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
     ) -> BoltResponse | None:
         body, context = req.body, req.context
+        if body.get("type") == "app_rate_limited":
+            # acknowledged, or Slack would count failed deliveries too and may turn the
+            # subscription off; the events of that minute are lost, which an admin must know
+            log.error(
+                "Slack dropped this app's events for a minute (from %s): workspace %s sent it "
+                "more than 30,000 events in an hour",
+                body.get("minute_rate_limited"),
+                body.get("team_id"),
+            )
+            return BoltResponse(status=200, body="")
         event = body.get("event") if body.get("type") == "event_callback" else None
         if not isinstance(event, dict):
             return await next()

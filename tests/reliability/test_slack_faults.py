@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -25,9 +26,10 @@ from starlette.routing import Route
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
 from tests.fakes.serve import ServedApp, serve_in_thread
-from tests.fakes.slack_server import FakeSlack
+from tests.fakes.slack_server import FakeSlack, signed_headers
 from tests.reliability.helpers import JIRA_EMAIL, JIRA_TOKEN, last_user_text, tool_result
 from tests.scenarios.slack.conftest import (
+    SECRET,
     Clock,
     Database,
     RunningBot,
@@ -259,3 +261,33 @@ async def until_jira_called(jira: FakeJira) -> None:
     while not jira.calls("GET", r"/issue/TASK-1$"):
         assert time.monotonic() < deadline, "Jira was never asked"
         await asyncio.sleep(0.02)
+
+
+async def test_slacks_rate_limit_notice_is_acknowledged_and_logged_as_an_error(
+    bot: RunningBot,
+    fake_slack: FakeSlack,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """More than 30,000 events an hour: Slack sends ``app_rate_limited`` instead of the
+    minute's events. It is acknowledged (failures would pile up until Slack turns the
+    subscription off) and an admin sees it in the log; the bot goes on answering."""
+    notice = json.dumps(
+        {
+            "token": "legacy-verification-token",
+            "type": "app_rate_limited",
+            "team_id": "T1",
+            "minute_rate_limited": 1700000040,
+            "api_app_id": "A1",
+        }
+    )
+
+    with caplog.at_level(logging.ERROR, logger="bot"):
+        response = await bot.post(notice, signed_headers(notice, SECRET))
+
+    assert response.status_code == 200
+    (logged,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert "1700000040" in logged.getMessage() and "T1" in logged.getMessage()
+    ts = clock.ts()
+    await bot.send(mention("C1", ts, "still there?"))
+    await fake_slack.wait_for(turn_finished("C1", ts))
