@@ -11,6 +11,7 @@ import time
 import pytest
 
 from bot.agent.service import Conversations
+from bot.slack.pacing import POST_INTERVAL_S
 from bot.slack.turns import NAME_EVERY_S
 from tests.fakes.openai_server import Fail, FakeOpenAI, Reply
 from tests.fakes.slack_server import MAX_TEXT, FakeSlack
@@ -117,6 +118,9 @@ async def test_a_long_answer_is_split_into_valid_messages_in_order(
     assert all(len(p["text"]) < MAX_TEXT and p["thread_ts"] == ts for p in sent)
     numbers = [int(n) for p in sent for n in re.findall(r"Paragraph (\d+):", p["text"])]
     assert numbers == list(range(1, 13))
+    # paced at Slack's one message a second per channel, so none is refused
+    arrived = [c.at for c in fake_slack.calls_to("chat.postMessage")]
+    assert min(b - a for a, b in itertools.pairwise(arrived)) >= 0.9 * POST_INTERVAL_S
 
 
 async def test_a_failing_model_gets_one_short_plain_message(
