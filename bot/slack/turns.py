@@ -310,16 +310,17 @@ class TurnRunner:
                 changed = await conversations.edit(change.channel, change.ts, change.text)
             else:
                 changed = await conversations.delete(change.channel, change.ts)
-            log.info(
-                "message %s %s in %s: %d stored message(s) %s",
+        except (SQLAlchemyError, OSError):
+            log.exception(
+                "message %s in %s was %s in Slack but not in the stored history",
                 change.ts,
-                done,
                 change.channel,
-                changed,
                 done,
             )
-        except (SQLAlchemyError, OSError):
-            log.exception("could not have message %s of %s %s", change.ts, change.channel, done)
+            return
+        log.info(
+            "message %s %s in %s: %d stored message(s)", change.ts, done, change.channel, changed
+        )
 
     async def _keep_claims(self) -> None:
         loop = asyncio.get_running_loop()

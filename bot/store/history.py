@@ -66,7 +66,8 @@ _NEWEST_POSITION = (
 # insert them one by one; the positions tell the ids apart instead
 _INSERT_MESSAGES = insert(_MESSAGES).returning(_MESSAGES.c.position, _MESSAGES.c.id)
 #: a page of the window, newest first: what a model request needs of a stored message
-#: (plain rows), and when it was edited, from before position "before"
+#: (plain rows; the one date, edited_at, is nearly always NULL: nothing to parse), from
+#: before position "before"
 _WINDOW_PAGE = (
     select(*(_MESSAGES.c[name] for name in WINDOW_COLUMNS), _MESSAGES.c.edited_at)
     .where(
