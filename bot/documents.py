@@ -33,6 +33,7 @@ CSV_COLUMNS = (
     "slack_ts",
     "turn_id",
     "created_at",
+    "edited_at",
 )
 
 

@@ -58,6 +58,8 @@ class Message:
     created_at: datetime | None = None
     #: estimated token count, set when stored; lets the window avoid re-counting
     tokens: int = 0
+    #: when a person last edited it where it was asked (a user message only)
+    edited_at: datetime | None = None
 
     @classmethod
     def user(cls, text: str, *, user_id: str | None = None, slack_ts: str | None = None) -> Message:
@@ -95,11 +97,13 @@ class Message:
             data["turn_id"] = self.turn_id
         if self.created_at is not None:
             data["created_at"] = iso(self.created_at)
+        if self.edited_at is not None:
+            data["edited_at"] = iso(self.edited_at)
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
-        created = data.get("created_at")
+        created, edited = data.get("created_at"), data.get("edited_at")
         return cls(
             role=data["role"],
             content=data.get("content"),
@@ -111,6 +115,7 @@ class Message:
             id=data.get("id"),
             turn_id=data.get("turn_id"),
             created_at=parse_iso(created) if created else None,
+            edited_at=parse_iso(edited) if edited else None,
         )
 
 

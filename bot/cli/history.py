@@ -207,6 +207,8 @@ def _transcript_entry(message: Message) -> str:
     heading = [f"#{message.id}", _when(message.created_at), message.role]
     if message.user_id:
         heading.append(f"user {message.user_id}")
+    if message.edited_at:
+        heading.append(f"edited {_when(message.edited_at)}")
     if message.role == "tool":
         heading.append(f"result of {message.name} ({message.tool_call_id})")
     lines = ["  ".join(_safe(part) for part in heading)]

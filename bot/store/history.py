@@ -747,6 +747,7 @@ def _message(row: Any) -> Message:
         turn_id=row.turn_id,
         created_at=row.created_at,
         tokens=row.tokens,
+        edited_at=row.edited_at,
     )
 
 

@@ -143,6 +143,28 @@ def test_show_json_is_the_interface_document(bot) -> None:  # type: ignore[no-un
     assert document["turns"][1]["error"] == "model timed out"
 
 
+def test_an_edited_question_says_when_it_was_edited(bot, database_url: str) -> None:  # type: ignore[no-untyped-def]
+    async def edit() -> None:
+        store = HistoryStore(create_engine(database_url))
+        try:
+            (question, *_) = await store.messages("C0123")
+            assert question.slack_ts is not None
+            edited = await store.edit_slack_message("C0123", question.slack_ts, "TASK-2?", 3)
+            assert edited == 1
+        finally:
+            await store.engine.dispose()
+
+    asyncio.run(edit())
+    shown, document = bot("history", "show", "C0123"), bot("history", "show", "C0123", "--json")
+
+    assert shown.returncode == 0 and document.returncode == 0
+    (heading,) = [line for line in shown.stdout.splitlines() if line.startswith("#1 ")]
+    assert "user U1  edited 20" in heading and "TASK-2?" in shown.stdout
+    question, *others = json.loads(document.stdout)["messages"]
+    assert question["content"] == "TASK-2?" and question["edited_at"] >= question["created_at"]
+    assert not [m for m in others if "edited_at" in m]
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -200,6 +222,7 @@ def test_export_csv_to_stdout_and_to_a_file(bot, tmp_path: Path) -> None:  # typ
         "slack_ts",
         "turn_id",
         "created_at",
+        "edited_at",
     ]
     assert len(rows) == 7
     assert rows[0]["content"] == QUESTION and rows[0]["user_id"] == "U1"

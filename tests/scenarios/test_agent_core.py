@@ -448,5 +448,6 @@ async def test_an_edited_message_reaches_the_model_edited(
     ]
     stored = await services.store.messages("C1")
     assert stored[0].content == "q1, edited\nnow" and stored[0].slack_ts == "1700000000.000100"
+    assert [m.edited_at is not None for m in stored] == [True] + [False] * 5
     # only a person's own message is edited, and only one that was stored
     assert await editor.conversations.edit("C1", "1700000000.000999", "never asked") == 0

@@ -382,3 +382,24 @@ def test_exports_download_the_session(bearer: httpx.Client) -> None:
 
     assert bearer.get("/admin/sessions/C0123/export.xml").status_code == 404
     assert bearer.get("/admin/sessions/NOPE/export.csv").status_code == 404
+
+
+def test_an_edited_question_is_marked_with_its_time(
+    bearer: httpx.Client, database_url: str
+) -> None:
+    async def edit() -> None:
+        store = HistoryStore(create_engine(database_url))
+        try:
+            (question, _) = await store.messages("D0456")
+            assert question.slack_ts is not None
+            await store.edit_slack_message("D0456", question.slack_ts, "how is Q3's pipeline?", 6)
+        finally:
+            await store.engine.dispose()
+
+    asyncio.run(edit())
+    page = bearer.get("/admin/sessions/D0456").text
+    document = bearer.get("/admin/api/sessions/D0456").json()
+
+    assert "how is Q3&#39;s pipeline?" in page and page.count('class="edited"') == 1
+    question, answer = document["messages"]
+    assert question["edited_at"] >= question["created_at"] and "edited_at" not in answer
