@@ -130,7 +130,7 @@ class IgnoreUnwanted(AsyncMiddleware):
         if is_ignored(event, context.bot_user_id):
             return BoltResponse(status=200, body="")
         context["question"] = question_from(event, context.bot_user_id)
-        context["deleted_message"] = deleted_message(event)
+        context["deleted_message"] = deleted_message(event, context.bot_user_id)
         context["edited_message"] = edited_message(event, context.bot_user_id)
         return await next()
 

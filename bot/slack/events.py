@@ -98,9 +98,13 @@ class Deletion:
     event_ts: str
 
 
-def deleted_message(event: dict[str, Any]) -> Deletion | None:
-    """The message a ``message_deleted`` event removes."""
+def deleted_message(event: dict[str, Any], bot_user_id: str | None) -> Deletion | None:
+    """The message a ``message_deleted`` event removes, unless it was a bot's (the bot's
+    own step messages come and go every turn; no bot's message is stored)."""
     if event.get("type") != "message" or event.get("subtype") != "message_deleted":
+        return None
+    before = event.get("previous_message")
+    if isinstance(before, dict) and _from_a_bot(before, bot_user_id):
         return None
     channel, ts = event.get("channel"), event.get("deleted_ts")
     if not (channel and ts):
@@ -174,7 +178,7 @@ def is_ignored(event: dict[str, Any], bot_user_id: str | None) -> bool:
         return False
     return (
         question_from(event, bot_user_id) is None
-        and deleted_message(event) is None
+        and deleted_message(event, bot_user_id) is None
         and edited_message(event, bot_user_id) is None
     )
 

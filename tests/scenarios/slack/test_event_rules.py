@@ -98,9 +98,20 @@ def test_a_file_share_and_a_channel_message_mentioning_the_bot_are_questions() -
 def test_a_deletion_names_the_deleted_message_and_is_not_ignored() -> None:
     deleted = event(subtype="message_deleted", deleted_ts="0.9", ts="2.0", user=None)
 
-    assert deleted_message(deleted) == Deletion("C1", "0.9", "2.0")
+    assert deleted_message(deleted, BOT) == Deletion("C1", "0.9", "2.0")
     assert not is_ignored(deleted, BOT)
-    assert deleted_message(event(text="hi")) is None
+    assert deleted_message(event(text="hi"), BOT) is None
+
+
+@pytest.mark.parametrize("author", [{"user": BOT}, {"bot_id": "B9", "subtype": "bot_message"}])
+def test_the_deletion_of_a_bots_message_is_ignored(author: dict[str, str]) -> None:
+    """The bot deletes its step message every turn; Slack tells it so."""
+    previous = {"type": "message", "text": "_Looking up TASK-1…_", "ts": "0.9", **author}
+    deleted = event(
+        subtype="message_deleted", deleted_ts="0.9", ts="2.0", user=None, previous_message=previous
+    )
+
+    assert deleted_message(deleted, BOT) is None and is_ignored(deleted, BOT)
 
 
 def edit(before: str | None, after: str, **fields: Any) -> dict[str, Any]:
