@@ -310,6 +310,7 @@ class TurnRunner:
                 changed = await conversations.edit(change.channel, change.ts, change.text)
             else:
                 changed = await conversations.delete(change.channel, change.ts)
+                await self.claims.forget_question(change.channel, change.ts)
         except (SQLAlchemyError, OSError):
             log.exception(
                 "message %s in %s was %s in Slack but not in the stored history",

@@ -158,6 +158,16 @@ class SlackEvents:
         reply is never given up: it stays ``stored`` for a sweep to post)."""
         await self._releases.submit(((channel_id, message_ts), DONE if done else FAILED))
 
+    async def forget_question(self, channel_id: str, message_ts: str) -> None:
+        """The message was deleted in Slack: a finished claim keeps no copy of it (a live
+        one still needs its copy to be answered, should its holder die)."""
+        async with self.engine.begin() as connection:
+            await connection.execute(
+                update(SlackEventRow)
+                .where(_KEY == (channel_id, message_ts), SlackEventRow.status.in_((DONE, FAILED)))
+                .values(question=None, reply=None)
+            )
+
     async def hand_back(self, channel_id: str, message_ts: str) -> None:
         """This process stops (shutdown) before the message was answered or its reply
         posted: the lease ends now, so another process's sweep (or this one's successor's)

@@ -8,7 +8,9 @@ import asyncio
 import random
 
 import pytest
+from sqlalchemy import select
 
+from bot.store.models import SlackEventRow
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.conftest import (
@@ -71,8 +73,8 @@ async def test_dms_in_a_row_are_answered_in_order_at_the_top_level(
 async def test_a_deleted_message_leaves_the_stored_history(
     bot: RunningBot, fake_slack: FakeSlack, db: Database, clock: Clock
 ) -> None:
-    kept, deleted = clock.ts(), clock.ts()
-    for ts, text in ((kept, "keep me"), (deleted, "forget me")):
+    kept_ts, deleted = clock.ts(), clock.ts()
+    for ts, text in ((kept_ts, "keep me"), (deleted, "forget me")):
         await bot.send(mention("C1", ts, text))
         await fake_slack.wait_for(turn_finished("C1", ts))
 
@@ -93,6 +95,11 @@ async def test_a_deleted_message_leaves_the_stored_history(
     contents = [m.content for m in await db.history.messages("C1")]
     assert "forget me" not in contents and "keep me" in contents
     assert len(contents) == 3
+    # nor does the claim that answered it once keep a copy (the other one does, for a day)
+    copies = select(SlackEventRow.message_ts, SlackEventRow.question)
+    async with db.claims.engine.connect() as connection:
+        kept = dict((await connection.execute(copies)).all())
+    assert kept[deleted] is None and kept[kept_ts]["text"] == "keep me"
 
 
 async def test_a_message_deleted_while_its_answer_is_queued_is_not_kept(
