@@ -137,11 +137,10 @@ class Conversations:
         """A person edited a message (``slack_ts``) where it was asked: the stored one reads
         ``text`` from now on, cleaned and counted as a new message's would be. How many
         stored messages changed (0: it was never stored)."""
-        user = Message.user(clean_text(text))
+        cleaned = clean_text(text)
+        tokens = count_message(Message.user(cleaned))
         async with self.store.channel_lock(channel_id):
-            return await self.store.edit_slack_message(
-                channel_id, slack_ts, user.content or "", count_message(user)
-            )
+            return await self.store.edit_slack_message(channel_id, slack_ts, cleaned, tokens)
 
     async def delete(self, channel_id: str, slack_ts: str) -> int:
         """A message (``slack_ts``) deleted where it was asked leaves the stored history.

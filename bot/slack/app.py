@@ -30,7 +30,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from bot.config import Settings
 from bot.slack import listeners
-from bot.slack.events import deleted_message, edited_message, is_ignored, question_from
+from bot.slack.events import change_from, is_ignored, question_from
 from bot.slack.replies import NoDoublePostRetryHandler
 from bot.slack.turns import TurnRunner
 from bot.store.events import SlackEvents
@@ -130,8 +130,7 @@ class IgnoreUnwanted(AsyncMiddleware):
         if is_ignored(event, context.bot_user_id):
             return BoltResponse(status=200, body="")
         context["question"] = question_from(event, context.bot_user_id)
-        context["deleted_message"] = deleted_message(event, context.bot_user_id)
-        context["edited_message"] = edited_message(event, context.bot_user_id)
+        context["change"] = change_from(event, context.bot_user_id)
         return await next()
 
 
@@ -146,9 +145,8 @@ class AnswerOnce(AsyncMiddleware):
     async def async_process(
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
     ) -> BoltResponse | None:
-        question, context = req.context.get("question"), req.context
-        changes = context.get("deleted_message") or context.get("edited_message")
-        if not self.runner.accepting and (question or changes):
+        question = req.context.get("question")
+        if not self.runner.accepting and (question or req.context.get("change")):
             return BoltResponse(status=503, body="")  # shutting down: Slack delivers it again
         if question is None:
             return await next()

@@ -1,8 +1,8 @@
 """Pure rules from a Slack event to what the bot does with it; no I/O.
 
 ``question_from`` says whether an event is a person asking the bot something (and what the
-core gets), ``deleted_message`` and ``edited_message`` whether it removes or changes a
-message (the stored history follows Slack). Everything else that is a message is ignored
+core gets), ``change_from`` whether it deletes or edits a message the stored history may
+hold (which follows Slack). Everything else that is a message is ignored
 and never stored: bots (the bot itself included), subtypes other than a plain message or
 ``file_share``, and channel messages that do not mention the bot.
 """
@@ -147,6 +147,11 @@ def edited_message(event: dict[str, Any], bot_user_id: str | None) -> Edit | Non
     return Edit(channel, ts, strip_mention(text, bot_user_id), event_ts)
 
 
+def change_from(event: dict[str, Any], bot_user_id: str | None) -> Deletion | Edit | None:
+    """The deletion or the edit in a ``message`` event, if it is one the history follows."""
+    return deleted_message(event, bot_user_id) or edited_message(event, bot_user_id)
+
+
 @dataclass(frozen=True)
 class Press:
     """A button of the bot's pressed: ``action`` on turn ``turn_id`` by ``user``, on the
@@ -176,11 +181,7 @@ def is_ignored(event: dict[str, Any], bot_user_id: str | None) -> bool:
     """A message event the bot neither answers nor stores."""
     if event.get("type") not in ("app_mention", "message"):
         return False
-    return (
-        question_from(event, bot_user_id) is None
-        and deleted_message(event, bot_user_id) is None
-        and edited_message(event, bot_user_id) is None
-    )
+    return question_from(event, bot_user_id) is None and change_from(event, bot_user_id) is None
 
 
 def mentions(text: str, bot_user_id: str | None) -> bool:

@@ -204,6 +204,11 @@ class SlackEvents:
             SlackEventRow.question.is_not(None),
             SlackEventRow.holder != self.holder,
         )
+        # a read first: the usual sweep finds nothing, and then takes no write lock (on
+        # SQLite, the file's one lock, which another process's import or purge may hold)
+        async with self._reads.connect() as connection:
+            if not await connection.scalar(select(exists().where(abandoned))):
+                return []
         # PostgreSQL: racing sweeps skip each other's rows rather than wait for them; the
         # UPDATE checks `abandoned` again on the row it locked, so a row renewed or taken
         # meanwhile stays with its holder
@@ -213,11 +218,6 @@ class SlackEvents:
             .limit(TAKE_OVER_BATCH)
             .with_for_update(skip_locked=True)
         )
-        # a read first: the usual sweep finds nothing, and then takes no write lock (on
-        # SQLite, the file's one lock, which another process's import or purge may hold)
-        async with self._reads.connect() as connection:
-            if not await connection.scalar(select(exists().where(abandoned))):
-                return []
         async with self.engine.begin() as connection:
             taken = await connection.execute(
                 update(SlackEventRow)

@@ -23,7 +23,7 @@ class _Assistant(AsyncAssistant):
     included; the stored history must still follow them (the changes listener)."""
 
     async def async_process(self, *, req, resp, next):  # type: ignore[no-untyped-def]
-        if req.context.get("deleted_message") or req.context.get("edited_message"):
+        if req.context.get("change"):
             return await next()
         return await super().async_process(req=req, resp=resp, next=next)
 

@@ -9,10 +9,6 @@ from bot.slack.turns import TurnRunner
 
 
 def register(app: AsyncApp, runner: TurnRunner) -> None:
-    @app.event({"type": "message", "subtype": "message_deleted"})
-    async def forget_deleted(context: AsyncBoltContext) -> None:
-        runner.follow(context["deleted_message"])
-
-    @app.event({"type": "message", "subtype": "message_changed"})
-    async def follow_edit(context: AsyncBoltContext) -> None:
-        runner.follow(context["edited_message"])
+    @app.event({"type": "message", "subtype": ("message_deleted", "message_changed")})
+    async def follow(context: AsyncBoltContext) -> None:
+        runner.follow(context["change"])
