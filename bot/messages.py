@@ -26,18 +26,36 @@ Outcome = Literal[
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One call the model asked for; ``arguments`` is the JSON text exactly as sent."""
+    """One call the model asked for; ``arguments`` is the JSON text exactly as sent.
+
+    ``marker`` is the idempotency marker a call of a writing tool carries (a Jira label):
+    given before the call runs and stored with it, so that whoever resumes the turn can
+    look up whether the write happened instead of sending it again. It is not part of the
+    history documents (``to_dict``); ``to_stored`` / ``from_dict`` keep it.
+    """
 
     id: str
     name: str
     arguments: str
+    marker: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
+    def to_stored(self) -> dict[str, Any]:
+        data = self.to_dict()
+        if self.marker is not None:
+            data["marker"] = self.marker
+        return data
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
-        return cls(id=data["id"], name=data["name"], arguments=data.get("arguments") or "")
+        return cls(
+            id=data["id"],
+            name=data["name"],
+            arguments=data.get("arguments") or "",
+            marker=data.get("marker"),
+        )
 
 
 @dataclass(slots=True)

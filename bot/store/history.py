@@ -447,7 +447,7 @@ class HistoryStore:
                 "turn_id": turn_id,
                 "role": message.role,
                 "content": _storable(message.content),
-                "tool_calls": [c.to_dict() for c in message.tool_calls] or None,
+                "tool_calls": [c.to_stored() for c in message.tool_calls] or None,
                 "tool_call_id": message.tool_call_id,
                 "tool_name": message.name,
                 "user_id": message.user_id,

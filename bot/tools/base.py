@@ -3,6 +3,12 @@
 The registry derives the JSON schema from the type hints, validates the model's
 arguments against it, enforces a time limit and turns every failure into an
 ``{"error": ...}`` result: ``run()`` never raises.
+
+A tool that writes (``writes=True``) may take a keyword-only ``marker`` argument: the
+call's idempotency marker (``ToolCall.marker``), which it puts on what it creates. Its
+``lookup`` (a function, or the name of a method of the same object) finds what a call with
+that marker created, for a turn resumed after a crash: ``recover()`` asks it instead of
+running the call again, so a write is never sent twice.
 """
 
 from __future__ import annotations
@@ -37,6 +43,16 @@ class _ToolOptions:
     writes: bool
     timeout: float | None
     progress: str | None = None
+    lookup: str | Callable[..., Any] | None = None
+
+
+#: the keyword-only argument through which a writing tool receives its call's marker
+MARKER_ARGUMENT = "marker"
+
+NOT_REPEATED = (
+    "The bot was restarted while '{name}' was running, so it cannot tell whether it was "
+    "done. It was not run again, to avoid doing it twice: check before asking for it again."
+)
 
 
 def tool(
@@ -46,14 +62,17 @@ def tool(
     writes: bool = False,
     timeout: float | None = None,
     progress: str | None = None,
+    lookup: str | Callable[..., Any] | None = None,
 ) -> Any:
     """Mark a function or method as a tool. ``writes=True`` declares a tool that changes
     something outside the bot (it may need a person's approval). ``progress`` says what a
     call is doing, for people watching, with ``{argument}`` placeholders: "Looking up
-    {issue_key} in Jira"."""
+    {issue_key} in Jira". ``lookup`` (a writing tool's) is called as
+    ``lookup(marker, **arguments)`` to find what an earlier call created: it returns that
+    call's result, or raises ToolError saying what it found (see ``recover``)."""
 
     def mark(func: Callable[..., Any]) -> Callable[..., Any]:
-        setattr(func, _TOOL_MARK, _ToolOptions(name, writes, timeout, progress))
+        setattr(func, _TOOL_MARK, _ToolOptions(name, writes, timeout, progress, lookup))
         return func
 
     return mark(fn) if fn is not None else mark
@@ -68,6 +87,13 @@ class Tool:
     writes: bool
     timeout: float | None
     progress: str | None = None
+    #: a writing tool's way of finding what a call with a given marker created
+    lookup: Callable[..., Any] | None = None
+
+    @property
+    def takes_marker(self) -> bool:
+        parameter = inspect.signature(self.function).parameters.get(MARKER_ARGUMENT)
+        return parameter is not None and parameter.kind is parameter.KEYWORD_ONLY
 
     @functools.cached_property
     def spec(self) -> ToolSpec:  # built once: every request of every turn sends it
@@ -96,6 +122,9 @@ class ToolRegistry:
         options = getattr(function, _TOOL_MARK, _ToolOptions(None, False, None))
         tool_name = name or options.name or function.__name__
         description, arguments = _describe(function, tool_name)
+        lookup = options.lookup
+        if isinstance(lookup, str):  # a method of the same object
+            lookup = getattr(function.__self__, lookup)  # type: ignore[attr-defined]
         entry = Tool(
             name=tool_name,
             description=description,
@@ -104,6 +133,7 @@ class ToolRegistry:
             writes=options.writes if writes is None else writes,
             timeout=timeout or options.timeout,
             progress=options.progress,
+            lookup=lookup,
         )
         self._tools[tool_name] = entry
         return entry
@@ -176,12 +206,29 @@ class ToolRegistry:
 
     async def run(self, call: ToolCall) -> str:
         """Run one call and return its result as JSON text. Never raises."""
+        return await self._bounded(call, recovering=False)
+
+    async def recover(self, call: ToolCall) -> str:
+        """The result of a writing call that was sent before a crash and has no stored
+        result: what its tool's ``lookup`` finds by the call's marker, or an error result
+        saying that it cannot tell. The call itself is never sent again. Never raises."""
+        return await self._bounded(call, recovering=True)
+
+    async def _bounded(self, call: ToolCall, *, recovering: bool) -> str:
         started = time.perf_counter()
         try:
             entry, kwargs = self.parse(call)
+            if recovering:
+                if entry.lookup is None or call.marker is None:
+                    raise ToolError(NOT_REPEATED.format(name=call.name))
+                function, kwargs = entry.lookup, {MARKER_ARGUMENT: call.marker, **kwargs}
+            else:
+                function = entry.function
+                if call.marker is not None and entry.takes_marker:
+                    kwargs[MARKER_ARGUMENT] = call.marker
             limit = entry.timeout or self.default_timeout
             try:
-                value = await asyncio.wait_for(_invoke(entry.function, kwargs), limit)
+                value = await asyncio.wait_for(_invoke(function, kwargs), limit)
             except TimeoutError:
                 raise ToolError(f"'{call.name}' timed out after {limit:g} s.") from None
             result = _encode(value)
@@ -250,6 +297,8 @@ def _describe(function: Callable[..., Any], name: str) -> tuple[str, type[BaseMo
     for param in inspect.signature(function).parameters.values():
         if param.name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
+        if param.kind is param.KEYWORD_ONLY and param.name == MARKER_ARGUMENT:
+            continue  # given by the registry, not by the model
         annotation = hints.get(param.name, str)
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[param.name] = (

@@ -187,7 +187,7 @@ class JiraTools:
             more = bool(data.get("nextPageToken")) or data.get("isLast") is False
         return {"issues": issues, "count": len(issues), "more": more}
 
-    @tool(writes=True, progress="Creating a Jira ticket: {summary}")
+    @tool(writes=True, progress="Creating a Jira ticket: {summary}", lookup="find_created_issue")
     def jira_create_issue(
         self,
         summary: str,
@@ -196,6 +196,8 @@ class JiraTools:
         issue_type: str = "Task",
         priority: str | None = None,
         labels: list[str] | None = None,
+        *,
+        marker: str | None = None,
     ) -> dict[str, Any]:
         """Create a Jira issue and return its key and url. Only in the allowed projects.
 
@@ -224,7 +226,7 @@ class JiraTools:
                 f"The description has {len(description)} characters; keep it under "
                 f"{CREATE_DESCRIPTION_MAX}."
             )
-        marker = f"bot-{secrets.token_hex(5)}"
+        marker = marker or f"bot-{secrets.token_hex(5)}"
         all_labels = [_label(x) for x in labels or [] if x.strip()]
         all_labels = list(dict.fromkeys([*all_labels, marker]))
         fields: dict[str, Any] = {
@@ -335,11 +337,19 @@ class JiraTools:
             return True
         return False
 
+    def find_created_issue(
+        self, marker: str, project_key: str | None = None, **_: Any
+    ) -> dict[str, Any]:
+        """The lookup of ``jira_create_issue`` for a turn resumed after a crash: the issue a
+        create with ``marker`` made, found by its label; never creates one."""
+        project = self._allowed_project(project_key)
+        return self._recover_create(project, marker, "the bot restarted", self._deadline())
+
     def _recover_create(
         self, project: str, marker: str, reason: str, deadline: float
     ) -> dict[str, Any]:
         """The create's answer was lost: find out, by its marker label, whether it exists."""
-        log.warning("jira: create in %s %s; looking for label %s", project, reason, marker)
+        log.warning("jira: create in %s: %s; looking for label %s", project, reason, marker)
         jql = f'project = "{project}" AND labels = "{marker}"'
         checked = False
         for pause in (0.0, 1.0, 2.0):  # a new issue can take a moment to be searchable

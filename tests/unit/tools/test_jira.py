@@ -339,6 +339,26 @@ async def test_create_cloud(cloud: FakeJira) -> None:
     assert post.auth == "basic"
 
 
+async def test_a_create_carries_its_call_s_marker_and_is_found_by_it_after_a_restart(
+    cloud: FakeJira,
+) -> None:
+    """The journal gives a create its marker; resumed after a crash, the call is looked up
+    by that marker (found: its result; not found: an error saying so), never sent again."""
+    registry = registry_for(cloud_settings(cloud))
+    arguments = json.dumps({"summary": "Printer on fire", "description": "Floor 2."})
+    create = ToolCall("call_1", "jira_create_issue", arguments, marker="bot-0123456789")
+    assert json.loads(await registry.run(create))["key"] == "TASK-1"
+    assert cloud.issues["TASK-1"]["labels"] == ["bot-0123456789"]
+
+    found = json.loads(await registry.recover(create))
+    assert (found["key"], found["url"]) == ("TASK-1", f"{cloud.url}/browse/TASK-1")
+    other = ToolCall("call_2", "jira_create_issue", arguments, marker="bot-9999999999")
+    missing = json.loads(await registry.recover(other))["error"]
+    assert "most likely not created" in missing and "bot-9999999999" in missing
+    assert cloud.created == ["TASK-1"]
+    assert len(cloud.calls("POST", r"/issue$")) == 1
+
+
 async def test_create_server_in_an_allowed_project(server: FakeJira) -> None:
     server.projects["OPS"] = {**server.projects["TASK"], "id": "10100", "key": "OPS", "next": 5}
     settings = make_settings(JIRA_URL=server.url, JIRA_PAT=PAT, JIRA_ALLOWED_PROJECTS="TASK,OPS")

@@ -96,3 +96,58 @@ def test_progress_lines_describe_calls_safely() -> None:
     assert describe(ToolCall("1", "nope", "{}")) == "Running nope"
     long = describe(ToolCall("1", "get", '{"issue_key": "' + "x" * 500 + '"}'))
     assert len(long) < 100
+
+
+class Orders:
+    """A writing tool with a marker and a lookup, as the journal uses them."""
+
+    def __init__(self) -> None:
+        self.placed: dict[str, str] = {}
+
+    @tool(writes=True, lookup="find_order")
+    def place_order(self, item: str, *, marker: str | None = None) -> dict[str, str]:
+        """Place an order.
+
+        Args:
+            item: what to order.
+        """
+        self.placed[marker or "none"] = item
+        return {"order": marker or "none", "item": item}
+
+    def find_order(self, marker: str, **arguments: object) -> dict[str, str]:
+        from bot.errors import ToolError
+
+        if marker not in self.placed:
+            raise ToolError(f"No order carries {marker}.")
+        return {"order": marker, "item": self.placed[marker], "found": "yes"}
+
+    @tool(writes=True)
+    def cancel_order(self, order: str) -> str:
+        """Cancel an order.
+
+        Args:
+            order: the order's id.
+        """
+        return "cancelled"
+
+
+def test_a_writing_call_carries_its_marker_and_is_recovered_by_it_not_run_again() -> None:
+    orders = Orders()
+    registry = ToolRegistry()
+    registry.add_object(orders)
+    assert "marker" not in registry.get("place_order").spec.parameters["properties"]  # type: ignore[union-attr]
+    call = ToolCall("c1", "place_order", '{"item": "paper"}', marker="bot-1")
+    assert json.loads(asyncio.run(registry.run(call))) == {"order": "bot-1", "item": "paper"}
+
+    found = json.loads(asyncio.run(registry.recover(call)))
+    assert found == {"order": "bot-1", "item": "paper", "found": "yes"}
+    assert orders.placed == {"bot-1": "paper"}  # looked up, not placed again
+
+    lost = ToolCall("c2", "place_order", '{"item": "ink"}', marker="bot-2")
+    assert json.loads(asyncio.run(registry.recover(lost))) == {"error": "No order carries bot-2."}
+    assert "bot-2" not in orders.placed
+
+    # a writing tool without a lookup: the result says so, and nothing runs
+    cancel = ToolCall("c3", "cancel_order", '{"order": "bot-1"}', marker="bot-3")
+    error = json.loads(asyncio.run(registry.recover(cancel)))["error"]
+    assert "not run again" in error and "cancel_order" in error
