@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from bisect import bisect_left
 
-from bot.slack.format.escape import ZWJ
+import regex
+
 from bot.slack.format.mrkdwn import FENCE
 
 DEFAULT_LIMIT = 3000
@@ -17,6 +17,7 @@ CLOSE, REOPEN = "\n" + FENCE, FENCE + "\n"
 # Never split inside these: escape entities, <links>, and a ``` fence.
 _PROTECTED = re.compile(r"&(?:#\d+|#x[0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]*);|<[^<>\n]*>|```")
 _SEPARATORS = ("\n\n", "\n", " ")
+_GRAPHEME = regex.compile(r"\X")  # an extended grapheme cluster (UAX #29)
 
 
 def split_message(text: str, limit: int = DEFAULT_LIMIT) -> list[str]:
@@ -123,35 +124,20 @@ def _cut(text: str, pos: int, end_max: int, marks: _Marks) -> tuple[int, int]:
 
 
 def _hard_cut(text: str, pos: int, end_max: int, marks: _Marks) -> int:
-    """Cut at `end_max`, or a little before so as not to cut an entity/link/fence or grapheme."""
+    """Cut at `end_max`, or before it so as not to cut an entity, a link, a fence or a grapheme."""
     cut = end_max
     span = marks.protected(cut)
     if span is not None and span[0] > pos:
         cut = span[0]
-    while cut > pos + 1 and _joined(text, cut):
-        cut -= 1
-    return cut
+    start = _grapheme_start(text, pos, cut)
+    # One grapheme longer than a whole chunk cannot stay whole: it is cut at the limit.
+    return start if start > pos else cut
 
 
-def _joined(text: str, i: int) -> bool:
-    """Would cutting between text[i-1] and text[i] break a user-perceived character?"""
-    after, before = text[i], text[i - 1]
-    if before == ZWJ or after == ZWJ or unicodedata.combining(after):
-        return True
-    if "\ufe00" <= after <= "\ufe0f" or "\U0001f3fb" <= after <= "\U0001f3ff":
-        return True
-    if "\U000e0020" <= after <= "\U000e007f":  # emoji tag sequences (subdivision flags)
-        return True
-    if unicodedata.category(after) in ("Mn", "Me", "Mc"):
-        return True
-    ri = _is_regional_indicator
-    if ri(after) and ri(before):
-        run = 0
-        while i - 1 - run >= 0 and ri(text[i - 1 - run]):
-            run += 1
-        return run % 2 == 1
-    return False
-
-
-def _is_regional_indicator(ch: str) -> bool:
-    return "\U0001f1e6" <= ch <= "\U0001f1ff"
+def _grapheme_start(text: str, pos: int, i: int) -> int:
+    """Where the grapheme cluster holding text[i] starts, or `pos` if it starts before that."""
+    while i > pos and _GRAPHEME.match(text, i - 1, i + 1).end() != i:
+        # \X from the previous character stops at i only where a cluster starts; it sees the
+        # text before it too, so regional indicators still pair from the start of their run.
+        i -= 1
+    return i
