@@ -4,7 +4,8 @@
   `<https://evil|click>` shows as typed and can neither ping anyone nor disguise a link;
 * `@channel`, `@here`, `@everyone` get a zero-width joiner after the `@`;
 * a link whose text names another URL, domain or e-mail address than its target is written out
-  plainly as `text (url)`.
+  plainly as `text (url)`;
+* bidi embeddings, overrides and isolates are dropped, so no text reads other than it is.
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ LINK_SCHEMES = frozenset({"http", "https", "mailto"})
 # "@here" etc., but not the domain of an e-mail address such as ops@here.com.
 _MENTION_WORD = re.compile(r"@(?=(?:channel|here|everyone)\b(?!\.\w))", re.IGNORECASE)
 _BACKTICK_RUN = re.compile(r"(?<=``)(?=`)")
-_BIDI_CONTROLS = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f]")
+# Embeddings, overrides, isolates (LRE RLE PDF LRO RLO, LRI RLI FSI PDI): they reorder the
+# text after them. LRM, RLM and ALM cannot reorder letters and RTL writing needs them: they go
+# only from link text, where they could hide a domain from the disguise check.
+_REORDERING = re.compile("[\u202a-\u202e\u2066-\u2069]")
+_DIRECTIONAL = re.compile("[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 _URL_UNSAFE = re.compile(r"[\s|<>\"`]")
 
 # What a link's visible text must not contain unless it names the link's own target.
@@ -32,8 +37,13 @@ _IPV4 = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])")
 
 
 def escape(text: str) -> str:
-    """Escape the three characters Slack requires escaped: `&`, `<`, `>`. Nothing else."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Escape `&`, `<`, `>` as Slack requires, and drop the bidi controls that reorder text."""
+    return strip_bidi(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def strip_bidi(text: str) -> str:
+    """Drop the bidi embeddings, overrides and isolates; keep the direction marks."""
+    return _REORDERING.sub("", text)
 
 
 def neutralise_mentions(text: str) -> str:
@@ -61,7 +71,7 @@ def break_fences(text: str) -> str:
 
 def link(href: str, raw_text: str) -> str:
     """A Markdown link -> `<url|text>`, `<url>`, plain words, or `text (url)` if disguised."""
-    text = " ".join(_BIDI_CONTROLS.sub("", raw_text).split())
+    text = " ".join(_DIRECTIONAL.sub("", raw_text).split())
     url = href.strip()
     try:
         parts = urlsplit(url)

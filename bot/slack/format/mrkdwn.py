@@ -13,7 +13,16 @@ from collections.abc import Sequence
 from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
-from bot.slack.format.escape import ZWJ, ZWSP, break_fences, escape, link, prose, verbatim
+from bot.slack.format.escape import (
+    ZWJ,
+    ZWSP,
+    break_fences,
+    escape,
+    link,
+    prose,
+    strip_bidi,
+    verbatim,
+)
 
 FENCE = "```"
 HR = "\u2500" * 10
@@ -26,6 +35,8 @@ _Line = tuple[str, bool]  # (text, is part of a code block)
 def to_mrkdwn(markdown: str) -> str:
     """Convert the model's Markdown to safe Slack mrkdwn."""
     markdown = markdown.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "\ufffd")
+    # Before parsing, so that syntax and table widths see the text as Slack will show it.
+    markdown = strip_bidi(markdown)
     tree = SyntaxTreeNode(_md.parse(markdown))
     lines = _blocks(tree.children, gap=True)
     out = [line if code else line.rstrip() for line, code in lines]
