@@ -8,17 +8,22 @@ from datetime import timedelta
 
 import openai
 
+from bot.agent.conversations import Conversations
 from bot.agent.loop import Loop
 from bot.agent.prompt import DEFAULT_SYSTEM_PROMPT
-from bot.agent.service import Conversations
+from bot.agent.sessions import Sessions
 from bot.agent.tokens import count_text
 from bot.config import Settings
+from bot.jobs import open_jobs
+from bot.jobs.runner import Jobs
 from bot.llm.base import ChatModel
 from bot.llm.chat_completions import ChatCompletionsModel
 from bot.llm.responses import ResponsesModel
 from bot.store.crm import CrmStore
-from bot.store.db import create_engine
+from bot.store.db import Engines, create_engines
 from bot.store.history import HistoryStore
+from bot.store.turns import TurnStore
+from bot.store.window import Windows
 from bot.tools.base import ToolRegistry
 from bot.tools.clock import get_current_time
 from bot.tools.crm import CrmTools
@@ -27,11 +32,16 @@ from bot.tools.jira import jira_tools
 
 @dataclass
 class Services:
+    """What the shells use: turns (``conversations``), the channels' work (``jobs``) and
+    the stored sessions (``sessions``)."""
+
     settings: Settings
-    store: HistoryStore
+    engines: Engines
     registry: ToolRegistry
     model: ChatModel
     conversations: Conversations
+    sessions: Sessions
+    jobs: Jobs
 
     async def warm_up(self) -> None:
         """Load what the first turn would otherwise load (the tokenizer takes about a
@@ -42,7 +52,7 @@ class Services:
         client = getattr(self.model, "client", None)
         if isinstance(client, openai.AsyncOpenAI):
             await client.close()
-        await self.store.engine.dispose()
+        await self.engines.dispose()
 
 
 def build_model(settings: Settings) -> ChatModel:
@@ -60,10 +70,10 @@ def build_model(settings: Settings) -> ChatModel:
     return ChatCompletionsModel(client, settings.OPENAI_MODEL)
 
 
-def build_registry(settings: Settings, store: HistoryStore) -> ToolRegistry:
+def build_registry(settings: Settings, engines: Engines) -> ToolRegistry:
     registry = ToolRegistry(default_timeout=settings.TOOL_TIMEOUT_S)
     registry.add(get_current_time)
-    registry.add_object(CrmTools(CrmStore(store.engine)))
+    registry.add_object(CrmTools(CrmStore(engines)))
     jira = jira_tools(settings)
     if jira is not None:
         registry.add_object(jira)
@@ -73,8 +83,10 @@ def build_registry(settings: Settings, store: HistoryStore) -> ToolRegistry:
 def build_services(settings: Settings, *, model: ChatModel | None = None) -> Services:
     """Everything a shell needs, from the settings. ``model`` replaces the OpenAI one
     (benchmarks use an in-process model)."""
-    store = HistoryStore(create_engine(settings.DATABASE_URL))
-    registry = build_registry(settings, store)
+    engines = create_engines(settings.DATABASE_URL)
+    windows = Windows()
+    history = HistoryStore(engines, windows)
+    registry = build_registry(settings, engines)
     chat_model = model or build_model(settings)
     loop = Loop(
         model=chat_model,
@@ -84,9 +96,18 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         deadline_s=settings.TURN_DEADLINE_S,
     )
     conversations = Conversations(
-        store,
+        TurnStore(engines, windows),
+        history,
         loop,
         settings.HISTORY_TOKEN_BUDGET,
         approval_timeout=timedelta(seconds=settings.APPROVAL_TIMEOUT_S),
     )
-    return Services(settings, store, registry, chat_model, conversations)
+    return Services(
+        settings,
+        engines,
+        registry,
+        chat_model,
+        conversations,
+        Sessions(history),
+        open_jobs(engines),
+    )

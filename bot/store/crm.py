@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import and_, func, or_, select
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.errors import BotError
-from bot.store.db import read_only, sessionmaker
+from bot.store.db import Engines
 from bot.store.models import AccountRow, ContactRow
 
 #: at most this many problems are listed in a CrmImportError
@@ -121,9 +121,10 @@ class _Problems:
 class CrmStore:
     """Reads and imports CRM records; works on SQLite and PostgreSQL."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._writes = sessionmaker(engine)
-        self._reads = sessionmaker(read_only(engine))
+    def __init__(self, engines: Engines | AsyncEngine) -> None:
+        engines = Engines.of(engines)
+        self._writes = async_sessionmaker(engines.writes, expire_on_commit=False)
+        self._reads = async_sessionmaker(engines.reads, expire_on_commit=False)
 
     async def find_contacts(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Contacts whose name, email or account name contains every word of ``query``
