@@ -23,6 +23,7 @@ from bot.tools.base import ToolRegistry
 from bot.tools.clock import get_current_time
 from bot.tools.crm import CrmTools
 from bot.tools.jira import jira_tools
+from bot.tools.mcp import mcp_servers
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Services:
         await asyncio.to_thread(count_text, "warm up")
 
     async def close(self) -> None:
+        await self.registry.close()  # MCP servers: sessions closed, processes stopped
         client = getattr(self.model, "client", None)
         if isinstance(client, openai.AsyncOpenAI):
             await client.close()
@@ -60,13 +62,22 @@ def build_model(settings: Settings) -> ChatModel:
     return ChatCompletionsModel(client, settings.OPENAI_MODEL)
 
 
-def build_registry(settings: Settings, store: HistoryStore) -> ToolRegistry:
+def build_registry(settings: Settings, store: HistoryStore | None = None) -> ToolRegistry:
+    """Every tool the model is offered. MCP servers connect in the background from the
+    first use in an event loop on; ``registry.close()`` closes them. Without ``store``
+    (``bot tools``) the CRM tools get an engine of their own, disposed at close."""
     registry = ToolRegistry(default_timeout=settings.TOOL_TIMEOUT_S)
     registry.add(get_current_time)
-    registry.add_object(CrmTools(CrmStore(store.engine)))
+    if store is None:
+        engine = create_engine(settings.DATABASE_URL)
+        registry.on_close(engine.dispose)
+    else:
+        engine = store.engine
+    registry.add_object(CrmTools(CrmStore(engine)), source="CRM")
     jira = jira_tools(settings)
     if jira is not None:
-        registry.add_object(jira)
+        registry.add_object(jira, source="Jira")
+    mcp_servers(settings, registry)
     return registry
 
 

@@ -120,6 +120,9 @@ def parameters_for_api(schema: Any) -> dict[str, Any]:
     fixed.setdefault("properties", {})
     if not isinstance(fixed["properties"], dict):
         raise SchemaRefused("'properties' is not an object")
+    for prop in fixed["properties"].values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)  # the property's own name, again: tokens for nothing
     for node in _walk(fixed):
         ref = node.get("$ref")
         if isinstance(ref, str) and not ref.startswith("#"):
