@@ -101,32 +101,33 @@ def describe_function(function: Callable[..., Any], name: str) -> tuple[str, Mod
 
 
 class SchemaRefused(ValueError):
-    """The schema cannot be sent to the model API; the message says why."""
+    """The schema cannot be sent to the model API; the message says why, as what the
+    schema "is" or "has"."""
 
 
 def parameters_for_api(schema: Any) -> dict[str, Any]:
     """``schema`` as both API modes accept it for a function's parameters (a repaired
     copy), or SchemaRefused saying why it cannot be sent."""
     if not isinstance(schema, dict):
-        raise SchemaRefused("the input schema is not a JSON object")
+        raise SchemaRefused("is not a JSON object")
     fixed = copy.deepcopy(schema)
     fixed.pop("title", None)
     unions = [key for key in _ROOT_UNIONS if key in fixed]
     if unions:
-        raise SchemaRefused(f"the API takes no '{unions[0]}' at the root of the parameters")
+        raise SchemaRefused(f"has '{unions[0]}' at its root, which the model APIs refuse")
     fixed.setdefault("type", "object")
     if fixed["type"] != "object":
-        raise SchemaRefused(f"the parameters must be an object, not {fixed['type']!r}")
+        raise SchemaRefused(f"is of type {fixed['type']!r}, not an object")
     fixed.setdefault("properties", {})
     if not isinstance(fixed["properties"], dict):
-        raise SchemaRefused("'properties' is not an object")
+        raise SchemaRefused("has 'properties' that are not an object")
     for prop in fixed["properties"].values():
         if isinstance(prop, dict):
             prop.pop("title", None)  # the property's own name, again: tokens for nothing
     for node in _walk(fixed):
         ref = node.get("$ref")
         if isinstance(ref, str) and not ref.startswith("#"):
-            raise SchemaRefused(f"it refers to another document ({ref[:80]})")
+            raise SchemaRefused(f"refers to another document ({ref[:80]})")
         kind = node.get("type")
         is_array = kind == "array" or (isinstance(kind, list) and "array" in kind)
         if is_array and "items" not in node and "prefixItems" not in node:
@@ -134,7 +135,7 @@ def parameters_for_api(schema: Any) -> dict[str, Any]:
     try:
         _validator_class(fixed).check_schema(fixed)
     except SchemaError as exc:
-        raise SchemaRefused(f"it is not valid JSON Schema ({exc.message[:200]})") from None
+        raise SchemaRefused(f"is not valid JSON Schema ({exc.message[:200]})") from None
     return fixed
 
 

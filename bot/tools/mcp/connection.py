@@ -232,11 +232,13 @@ class McpConnection:
             lost = asyncio.Event()
             async with self._client(lost.set) as client:
                 tools = await _all_tools(client)
-                link = _Link(client, lost=lost)
                 self.on_tools(tools)
+                link = _Link(client, lost=lost)
                 self._link, self.problem = link, None
                 log.info("mcp %s: connected, %d tools", self.name, len(tools))
                 self._end_attempt()
+                if self._closing:  # close() came during the handshake, saw no link
+                    lost.set()
                 await lost.wait()
         except Exception as exc:
             if link is not None:
