@@ -86,3 +86,13 @@ def test_a_malformed_file_is_one_line_naming_mcp_config(tmp_path: Path, case: st
 def test_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="MCP_CONFIG cannot be read"):
         load_servers(tmp_path / "nope.json")
+
+
+def test_the_readme_examples_are_valid(tmp_path: Path) -> None:
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## MCP servers", 1)[1].split("\n## ", 1)[0]
+    blocks = [part.split("```", 1)[0] for part in section.split("```json\n")[1:]]
+    assert len(blocks) == 2
+    atlassian, docs = (load_servers(write(tmp_path, block))[0] for block in blocks)
+    assert atlassian.command == "uvx" and atlassian.allow == {"jira_get_issue", "jira_search"}
+    assert docs.headers["Authorization"].startswith("Bearer ")
