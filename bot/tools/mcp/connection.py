@@ -20,29 +20,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
-import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
-import anyio
-import httpx2
 import mcp_types as types
-from mcp import Client, MCPError, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp import Client, MCPError
 
 from bot.errors import ToolError
 from bot.tools.mcp.config import ServerConfig
+from bot.tools.mcp.transport import only_refused, open_client, reason
 
 log = logging.getLogger(__name__)
 
-#: the small program that gives a stdio server only the environment MCP_CONFIG names
-LAUNCHER = Path(__file__).with_name("launch.py")
 #: pages of tools/list read at most (a server that pages forever cannot hang start-up)
 MAX_TOOL_PAGES = 50
 #: how long a failed call waits for the connection's end to be understood
@@ -228,9 +218,13 @@ class McpConnection:
         not be made (``problem`` says why)."""
         link: _Link | None = None
         try:
-            self._check_command()
             lost = asyncio.Event()
-            async with self._client(lost.set) as client:
+            async with open_client(
+                self.config,
+                lost.set,
+                connect_timeout_s=self.connect_timeout_s,
+                call_timeout_s=self.call_timeout_s,
+            ) as client:
                 tools = await _all_tools(client)
                 self.on_tools(tools)
                 link = _Link(client, lost=lost)
@@ -242,9 +236,9 @@ class McpConnection:
                 await lost.wait()
         except Exception as exc:
             if link is not None:
-                link.unsent = _only_refused(exc)
+                link.unsent = only_refused(exc)
             else:
-                self.problem = _reason(exc, self.connect_timeout_s)
+                self.problem = reason(exc, self.connect_timeout_s)
                 log.debug("mcp %s: connection failed", self.name, exc_info=True)
         finally:
             self._link = None
@@ -261,50 +255,6 @@ class McpConnection:
         self._wanted.clear()
         self._first_attempt.set()
 
-    def _check_command(self) -> None:
-        command = self.config.command
-        if command is None:
-            return
-        path = self.config.env.get("PATH")  # None: the bot's own PATH
-        if shutil.which(command, path=path) is None:
-            raise _NotFound(f"the command {command!r} is not found on PATH")
-
-    @asynccontextmanager
-    async def _client(self, on_end: Callable[[], None]) -> AsyncIterator[Client]:
-        client = Client(
-            _watched(self._transport(), on_end),
-            read_timeout_seconds=self.connect_timeout_s,
-            client_info=types.Implementation(name="bot", version=version("bot")),
-            cache=None,
-        )
-        async with client:
-            yield client
-
-    @asynccontextmanager
-    async def _transport(self) -> AsyncIterator[Any]:
-        config = self.config
-        async with AsyncExitStack() as stack:
-            if config.command is not None:
-                # only the variables the file names reach the server, and PATH: see launch.py
-                names = ",".join(sorted({*config.env, "PATH"}))
-                params = StdioServerParameters(
-                    command=sys.executable,
-                    args=["-I", "-S", str(LAUNCHER), names, "--", config.command, *config.args],
-                    env=config.env,
-                    cwd=config.cwd,
-                )
-                streams = await stack.enter_async_context(stdio_client(params, errlog=sys.stderr))
-            else:
-                assert config.url is not None
-                timeout = httpx2.Timeout(self.connect_timeout_s, read=self.call_timeout_s + 5)
-                http = await stack.enter_async_context(
-                    create_mcp_http_client(headers=config.headers, timeout=timeout)
-                )
-                streams = await stack.enter_async_context(
-                    streamable_http_client(config.url, http_client=http)
-                )
-            yield streams
-
 
 class _Lost(Exception):
     """The connection broke under a call; ``unsent``: the call never reached the server."""
@@ -312,10 +262,6 @@ class _Lost(Exception):
     def __init__(self, *, unsent: bool) -> None:
         super().__init__()
         self.unsent = unsent
-
-
-class _NotFound(Exception):
-    """A stdio server's command does not exist."""
 
 
 async def _all_tools(client: Client) -> list[types.Tool]:
@@ -328,85 +274,3 @@ async def _all_tools(client: Client) -> list[types.Tool]:
         if not cursor:
             break
     return tools
-
-
-@asynccontextmanager
-async def _watched(transport: Any, on_end: Callable[[], None]) -> AsyncIterator[Any]:
-    """``transport``, telling ``on_end`` when the server's side of it ends (a stdio server
-    that exited), so that the next call reconnects rather than fails."""
-    async with transport as (read_stream, write_stream):
-        yield _EndWatch(read_stream, on_end), write_stream
-
-
-class _EndWatch:
-    """A read stream that calls ``on_end`` at its end of stream."""
-
-    def __init__(self, stream: Any, on_end: Callable[[], None]) -> None:
-        self._stream = stream
-        self._on_end = on_end
-
-    def __getattr__(self, name: str) -> Any:  # last_context and the like
-        return getattr(self._stream, name)
-
-    async def receive(self) -> Any:
-        try:
-            return await self._stream.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            self._on_end()
-            raise
-
-    async def aclose(self) -> None:
-        await self._stream.aclose()
-
-    def __aiter__(self) -> _EndWatch:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self._stream.__anext__()
-        except StopAsyncIteration:
-            self._on_end()
-            raise
-
-    async def __aenter__(self) -> _EndWatch:
-        await self._stream.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        self._on_end()
-        return await self._stream.__aexit__(*exc_info)
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
-    return [exc]
-
-
-def _only_refused(exc: BaseException) -> bool:
-    leaves = _leaves(exc)
-    return bool(leaves) and all(isinstance(e, httpx2.ConnectError) for e in leaves)
-
-
-def _reason(exc: BaseException, timeout_s: float) -> str:
-    """Why a connection could not be made, in a few words; never a header or a URL."""
-    leaf = _leaves(exc)[0]
-    if isinstance(leaf, _NotFound):
-        return str(leaf)
-    if isinstance(leaf, httpx2.ConnectError | ConnectionRefusedError):
-        return "connection refused or host unreachable"
-    if isinstance(leaf, httpx2.TimeoutException | TimeoutError):
-        return f"no answer within {timeout_s:g} s"
-    if isinstance(leaf, httpx2.HTTPStatusError):
-        status = leaf.response.status_code
-        hint = " (check its headers)" if status in {401, 403} else ""
-        return f"HTTP {status}{hint}"
-    if isinstance(leaf, MCPError):
-        if leaf.code == types.CONNECTION_CLOSED:
-            return "the server closed the connection (its own error output says why)"
-        if leaf.code == types.REQUEST_TIMEOUT:
-            return f"no answer within {timeout_s:g} s"
-        return f"it answered with an error: {leaf.message[:200]}"
-    if isinstance(leaf, OSError):
-        return leaf.strerror or type(leaf).__name__
-    return type(leaf).__name__
