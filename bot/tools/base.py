@@ -136,7 +136,7 @@ class ToolRegistry:
         self.default_timeout = default_timeout
         self._tools: dict[str, Tool] = {}
         self._sources: list[ToolSource] = []
-        self._started = False
+        self._unstarted: list[ToolSource] = []
         self._closers: list[Callable[[], Awaitable[Any]]] = []
 
     def add(
@@ -210,7 +210,7 @@ class ToolRegistry:
         """Attach tools that arrive later; started now when an event loop runs, else by
         the first use of the registry in one."""
         self._sources.append(source)
-        self._started = False
+        self._unstarted.append(source)
         self._start_sources()
 
     def on_close(self, closer: Callable[[], Awaitable[Any]]) -> None:
@@ -228,19 +228,20 @@ class ToolRegistry:
         """Close the sources (MCP servers: their processes stop) and what ``on_close`` named."""
         await asyncio.gather(*(source.close() for source in self._sources))
         self._sources.clear()
+        self._unstarted.clear()
         for closer in self._closers:
             await closer()
         self._closers.clear()
 
     def _start_sources(self) -> None:
-        if self._started or not self._sources:
+        if not self._unstarted:
             return
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return  # built outside an event loop: the first use inside one starts them
-        self._started = True
-        for source in self._sources:
+        starting, self._unstarted = self._unstarted, []
+        for source in starting:
             source.start()
 
     def __contains__(self, name: str) -> bool:

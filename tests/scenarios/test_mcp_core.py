@@ -4,6 +4,7 @@ openai client and the strict fake model, in both API modes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -15,8 +16,9 @@ import pytest
 
 from bot.agent.loop import PAUSE, RUN
 from bot.agent.service import Incoming
+from bot.config import load_settings
 from bot.messages import ToolCall
-from bot.wiring import Services
+from bot.wiring import Services, build_services
 from tests.fakes.mcp_fake import (
     HttpServer,
     Recording,
@@ -313,3 +315,27 @@ async def test_closing_the_services_stops_the_servers(
     await services.close()
 
     assert await eventually(lambda: gone(pid), 15)
+
+
+def test_services_built_outside_an_event_loop_connect_in_the_first_one(
+    sqlite_url: str, tmp_path, recording
+) -> None:
+    """As a server built in one thread and served in another's loop: nothing starts at
+    build time, the first use of the registry in a loop starts the servers."""
+    settings = load_settings(
+        DATABASE_URL=sqlite_url,
+        OPENAI_API_KEY="test-key",
+        MCP_CONFIG=str(write_config(tmp_path, {"fake": stdio_entry(recording)})),
+    )
+    services = build_services(settings)
+
+    async def use() -> dict[str, Any]:
+        try:
+            assert await services.registry.ready(READY_S) == []
+            return json.loads(
+                await services.registry.run(ToolCall("1", "fake__lookup", '{"key": "K"}'))
+            )
+        finally:
+            await services.close()
+
+    assert asyncio.run(use()) == {"key": "K", "status": "open"}
