@@ -28,6 +28,7 @@ from bot.tools.base import ToolRegistry
 from bot.tools.clock import get_current_time
 from bot.tools.crm import CrmTools
 from bot.tools.jira import jira_tools
+from bot.tools.mcp import mcp_servers
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Services:
         await asyncio.to_thread(count_text, "warm up")
 
     async def close(self) -> None:
+        await self.registry.close()  # MCP servers: sessions closed, processes stopped
         client = getattr(self.model, "client", None)
         if isinstance(client, openai.AsyncOpenAI):
             await client.close()
@@ -70,13 +72,20 @@ def build_model(settings: Settings) -> ChatModel:
     return ChatCompletionsModel(client, settings.OPENAI_MODEL)
 
 
-def build_registry(settings: Settings, engines: Engines) -> ToolRegistry:
+def build_registry(settings: Settings, engines: Engines | None = None) -> ToolRegistry:
+    """Every tool the model is offered. MCP servers connect in the background from the
+    first use in an event loop on; ``registry.close()`` closes them. Without ``engines``
+    (``bot tools``) the CRM tools get engines of their own, disposed at close."""
     registry = ToolRegistry(default_timeout=settings.TOOL_TIMEOUT_S)
     registry.add(get_current_time)
-    registry.add_object(CrmTools(CrmStore(engines)))
+    if engines is None:
+        engines = create_engines(settings.DATABASE_URL)
+        registry.on_close(engines.dispose)
+    registry.add_object(CrmTools(CrmStore(engines)), source="CRM")
     jira = jira_tools(settings)
     if jira is not None:
-        registry.add_object(jira)
+        registry.add_object(jira, source="Jira")
+    mcp_servers(settings, registry)
     return registry
 
 
