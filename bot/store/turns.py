@@ -99,12 +99,12 @@ class TurnStore:
 
     @store_errors
     async def begin(
-        self, record: TurnRecord, user: Message, budget: int, unanswered: str = ""
+        self, record: TurnRecord, user: Message, budget: int, unanswered: str | None = None
     ) -> BegunTurn:
         """Store the person's message and a running turn, after reading the channel's window
         within ``budget`` (one transaction: this runs every turn). A turn of the channel
         still marked running was cut short and nobody resumed it: it is marked interrupted,
-        and calls of its that never got a result get ``unanswered`` as theirs."""
+        and calls of its that never got a result get ``unanswered`` (if given) as theirs."""
         channel_id = record.channel_id
         deletions = self.windows.deletions
         async with self.engines.writes.begin() as connection:
@@ -114,7 +114,8 @@ class TurnStore:
             window = await self.windows.take(connection, channel_id, budget)
             if interrupted.rowcount:
                 log.warning("%d interrupted turn(s) in %s", interrupted.rowcount, channel_id)
-                await _close_journal(connection, channel_id, window, unanswered)
+                if unanswered is not None:
+                    await _close_journal(connection, channel_id, window, unanswered)
             recent = list(window.messages)
             turn_id = await connection.scalar(_INSERT_TURN, _new_turn(record))
             assert turn_id is not None

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from bot.agent.conversations import Incoming
 from bot.agent.loop import PAUSE, RUN
-from bot.agent.service import Incoming
 from bot.config import load_settings
 from bot.messages import ToolCall
 from bot.wiring import Services, build_services
@@ -29,6 +29,7 @@ from tests.fakes.mcp_fake import (
     write_config,
 )
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
+from tests.stored_turns import history
 
 API_MODES = ["chat", "responses"]
 #: a server's first connection (a Python process starting) on a busy machine
@@ -119,7 +120,7 @@ async def test_a_read_runs_and_a_write_waits_for_approval(
 
     assert reply.text == "T-1 is open; I created the ticket."
     assert sorted(recording.tools()) == ["create_ticket", "lookup"]
-    results = tool_results(await services.store.messages("C1"))
+    results = tool_results(await history(services).messages("C1"))
     assert results == {"r1": {"key": "T-1", "status": "open"}, "w1": "created: Printer on fire"}
     assert all(r.status == 200 for r in fake_openai.requests)
 
@@ -155,7 +156,7 @@ async def test_deny_and_allow_lists(with_mcp, fake_openai: FakeOpenAI, recording
 
     assert reply.text == "I cannot."
     assert "fake__create_ticket" not in fake_openai.requests[0].tool_names
-    assert "not found" in tool_results(await services.store.messages("C1"))["c1"]["error"]
+    assert "not found" in tool_results(await history(services).messages("C1"))["c1"]["error"]
     assert recording.calls() == []
 
 
@@ -179,7 +180,7 @@ async def test_failures_are_results_the_model_reads(
 
     await turn(services, "try everything")
 
-    results = tool_results(await services.store.messages("C1"))
+    results = tool_results(await history(services).messages("C1"))
     assert "explode" in results["raises"]["error"]
     assert results["is_error"] == {"error": "no ticket T-9"}
     assert results["hangs"] == {"error": "'fake__slow' timed out after 2 s."}
@@ -205,7 +206,7 @@ async def test_names_the_apis_refuse_are_sanitised(
     await turn(services, "search")
 
     assert fake_openai.requests[0].status == 200  # every name and schema was accepted
-    assert tool_results(await services.store.messages("C1"))["s"] == {"result": "found printers"}
+    assert tool_results(await history(services).messages("C1"))["s"] == {"result": "found printers"}
     assert recording.tools() == ["search.v2"]
 
 
@@ -241,7 +242,7 @@ async def test_a_killed_stdio_server_is_restarted_at_the_next_call(
     assert await services.registry.ready(READY_S) == []
     fake_openai.script(ToolUse("fake__whoami", {}, "who1"), "first")
     await turn(services, "who are you?")
-    first = tool_results(await services.store.messages("C1"))["who1"]["pid"]
+    first = tool_results(await history(services).messages("C1"))["who1"]["pid"]
     os.kill(first, signal.SIGKILL)
     assert await eventually(lambda: gone(first), 10)
 
@@ -252,7 +253,7 @@ async def test_a_killed_stdio_server_is_restarted_at_the_next_call(
     )
     assert (await turn(services, "again?")).text == "second"
 
-    results = tool_results(await services.store.messages("C1"))
+    results = tool_results(await history(services).messages("C1"))
     assert results["who2"]["pid"] != first
     assert results["w"] == "created: after the crash"  # a write too: it never reached the dead one
 
@@ -268,7 +269,7 @@ async def test_a_killed_http_server_is_reconnected_at_the_next_call(
     http_server.kill()
     fake_openai.script(ToolUse("remote__lookup", {"key": "B"}, "b"), "two")
     await turn(services, "while it is down")
-    down = tool_results(await services.store.messages("C1"))["b"]
+    down = tool_results(await history(services).messages("C1"))["b"]
     assert "cannot be reached" in down["error"]
 
     http_server.start()
@@ -279,7 +280,7 @@ async def test_a_killed_http_server_is_reconnected_at_the_next_call(
     )
     assert (await turn(services, "it is back")).text == "three"
 
-    results = tool_results(await services.store.messages("C1"))
+    results = tool_results(await history(services).messages("C1"))
     assert results["c"] == {"key": "C", "status": "open"}
     assert results["w"] == "created: back"
     assert recording.tools() == ["lookup", "lookup", "create_ticket"]
@@ -298,7 +299,7 @@ async def test_a_stdio_server_gets_only_the_environment_the_file_names(
 
     await turn(services, "who are you?")
 
-    names = set(tool_results(await services.store.messages("C1"))["who"]["env"])
+    names = set(tool_results(await history(services).messages("C1"))["who"]["env"])
     # Python itself may set LC_CTYPE in a process started without a locale
     assert names - {"LC_CTYPE"} == {"GREETING", "PATH", "RECORD_FILE"}
 
