@@ -48,7 +48,7 @@ class LocalJobs(Jobs):
             self._dispatch(job)
 
     @contextlib.asynccontextmanager
-    async def _held(self, channel: str, job: Job | None) -> AsyncIterator[None]:
+    async def _channel(self, channel: str, job: Job | None) -> AsyncIterator[None]:
         place = _Turn(job.key if job is not None else f"{time.time():.6f}", next(self._order))
         queue = self._queues.get(channel)
         if queue is None:
@@ -67,7 +67,7 @@ class LocalJobs(Jobs):
         """Let the channel's places go one at a time, the first in key order first."""
         try:
             while queue:
-                await self._settled()
+                await self._after_submissions()
                 place = heapq.heappop(queue)
                 place.go.set()
                 await place.done.wait()

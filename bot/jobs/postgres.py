@@ -108,7 +108,7 @@ class PostgresJobs(Jobs):
         return len(jobs)
 
     @contextlib.asynccontextmanager
-    async def _held(self, channel: str, job: Job | None) -> AsyncIterator[None]:
+    async def _channel(self, channel: str, job: Job | None) -> AsyncIterator[None]:
         if job is not None:
             async with self._holding(channel, job.key, job):
                 yield
@@ -120,7 +120,7 @@ class PostgresJobs(Jobs):
 
     @contextlib.asynccontextmanager
     async def _holding(self, channel: str, key: str, job: Job | None) -> AsyncIterator[None]:
-        await self._settled()
+        await self._after_submissions()
         pause = FIRST_TRY_S
         while not await self._take_channel(channel, key):
             await asyncio.sleep(pause)

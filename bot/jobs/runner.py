@@ -1,5 +1,5 @@
 """Jobs: what both backends share. Submitted jobs are dispatched at once, each in a task
-that waits for its channel (``_held``, the backend's) and runs the handler; every task is
+that waits for its channel (``_channel``, the backend's) and runs the handler; every task is
 tracked, so shutdown can stop taking work, give what is in flight a bounded time, and stop
 the rest."""
 
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 KEEP_FINISHED = timedelta(days=1)
 FORGET_EVERY_S = 3_600
 #: a job waits at most this long, while other jobs are being taken on, before it starts
-SETTLE_S = 0.5
+BURST_WAIT_S = 0.5
 
 
 class Jobs:
@@ -35,7 +35,7 @@ class Jobs:
         #: the jobs in hand, by (channel, key)
         self._tasks: dict[Key, asyncio.Task[None]] = {}
         self._helpers: list[asyncio.Task[None]] = []
-        #: submissions under way; jobs wait for them (see settled)
+        #: submissions under way; jobs wait for them (see _after_submissions)
         self._submitting = 0
         self._submitted = asyncio.Event()
         self._submitted.set()
@@ -91,7 +91,7 @@ class Jobs:
 
     def hold(self, channel: str) -> contextlib.AbstractAsyncContextManager[None]:
         """The channel, held for work that is not a job of the inbox (``bot ask``)."""
-        return self._held(channel, None)
+        return self._channel(channel, None)
 
     async def status(self, channel: str, key: str) -> str | None:
         """A job's status in the inbox (queued, done, failed), or None."""
@@ -119,19 +119,21 @@ class Jobs:
 
     # -- for the backends ------------------------------------------------------------------
 
-    async def _settled(self) -> None:
-        """Until no job is being taken on (at most SETTLE_S): the jobs of a burst are all in
+    async def _after_submissions(self) -> None:
+        """Until no job is being taken on (at most BURST_WAIT_S): the jobs of a burst are all in
         before one of them starts, so a channel's start in key order (Slack's order), not in
         the order their deliveries happened to be read."""
         with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(SETTLE_S):
+            async with asyncio.timeout(BURST_WAIT_S):
                 await self._submitted.wait()
 
     def _lease(self) -> datetime | None:
         """When a lease taken now runs out (None: the backend has no leases)."""
         return None
 
-    def _held(self, channel: str, job: Job | None) -> contextlib.AbstractAsyncContextManager[None]:
+    def _channel(
+        self, channel: str, job: Job | None
+    ) -> contextlib.AbstractAsyncContextManager[None]:
         raise NotImplementedError
 
     async def _finished(self, job: Job, done: bool) -> None:
@@ -151,7 +153,7 @@ class Jobs:
 
     async def _run(self, job: Job) -> None:
         assert self._handler is not None, "start() first"
-        async with self._held(job.channel, job):
+        async with self._channel(job.channel, job):
             done = False
             try:
                 done = await self._handler(job)

@@ -9,7 +9,7 @@ Bolt's own (signature, authorization, the bot's own events, url_verification):
    delivery is acknowledged and dropped. A database failure, or a process shutting down,
    answers 503, so Slack delivers the event again later.
 
-Listeners then only acknowledge (and put the working sign up): the jobs run after the ack,
+Listeners then only acknowledge (and put the progress reaction on): the jobs run after the ack,
 in the Worker (who may press a button is checked there, against the stored turn).
 """
 

@@ -58,7 +58,7 @@ class Approvals:
         if turn.outcome != WAITING[press.action]:
             expired = turn.outcome == Outcome.EXPIRED
             if expired:
-                await self.delivery.settle(turn, f":hourglass: {EXPIRED}")
+                await self.delivery.close_card(turn, f":hourglass: {EXPIRED}")
             await self.poster.tell(thread, press.user, EXPIRED if expired else ALREADY_HANDLED)
             return True
         if press.action == CONTINUE:
@@ -71,10 +71,10 @@ class Approvals:
         decision = RUN if approved else Decision("decline", DECLINED)
         decisions = {call.id: decision for call in self.conversations.pending_writes(turn)}
         verdict = ":white_check_mark: Approved" if approved else ":x: Cancelled"
-        await self.delivery.settle(turn, f"{verdict} by <@{press.user}>")
+        await self.delivery.close_card(turn, f"{verdict} by <@{press.user}>")
         reply = await self.delivery.resume(thread, press.turn_id, decisions)
         if reply is not None and reply.outcome == Outcome.EXPIRED:
-            await self.delivery.settle(turn, f":hourglass: {EXPIRED}")
+            await self.delivery.close_card(turn, f":hourglass: {EXPIRED}")
         return True
 
     async def expire(self) -> int:
@@ -83,5 +83,5 @@ class Approvals:
         expired = await self.conversations.expire_approvals()
         for turn in expired:
             log.info("approval request of turn %s expired", turn.id)
-            await self.delivery.settle(turn, f":hourglass: {EXPIRED}")
+            await self.delivery.close_card(turn, f":hourglass: {EXPIRED}")
         return len(expired)

@@ -43,9 +43,9 @@ def approval_card(
     describe: Describe,
     *,
     default_project: str | None,
-    settled: str | None = None,
+    decided: str | None = None,
 ) -> tuple[str, Blocks]:
-    """(fallback text, blocks) of the card; ``settled`` (who decided, or that it expired)
+    """(fallback text, blocks) of the card; ``decided`` (who decided, or that it expired)
     replaces the buttons."""
     steps = [describe(call) for call in calls]
     text = "Approval needed: " + "; ".join(_safe(step) for step in steps)
@@ -53,9 +53,9 @@ def approval_card(
     for call, step in zip(calls, steps, strict=True):
         fields = _fields(call, turn.user_id, default_project)
         blocks.append({"type": "section", "text": _mrkdwn(f"*{_safe(step)}*"), "fields": fields})
-    if settled is not None:
-        blocks.append({"type": "context", "elements": [_mrkdwn(settled)]})
-        return f"{text} ({settled})", blocks
+    if decided is not None:
+        blocks.append({"type": "context", "elements": [_mrkdwn(decided)]})
+        return f"{text} ({decided})", blocks
     blocks.append(
         {
             "type": "actions",

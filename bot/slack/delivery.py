@@ -137,18 +137,18 @@ class Delivery:
             text, blocks = continue_message(turn.id or 0, turn.rounds)
             await self._show_card(thread, turn, text, blocks, "continue", look_first)
 
-    def card(self, turn: TurnRecord, settled: str | None = None) -> tuple[str, list]:  # type: ignore[type-arg]
+    def card(self, turn: TurnRecord, decided: str | None = None) -> tuple[str, list]:  # type: ignore[type-arg]
         calls = self.conversations.pending_writes(turn)
         describe, default = self.conversations.describe, self.settings.JIRA_PROJECT
-        return approval_card(turn, calls, describe, default_project=default, settled=settled)
+        return approval_card(turn, calls, describe, default_project=default, decided=decided)
 
-    async def settle(self, turn: TurnRecord, settled: str) -> None:
+    async def close_card(self, turn: TurnRecord, decided: str) -> None:
         """The turn's card (the one recorded, never another message) without its buttons,
         saying what became of it."""
         card = turn.state.card
         if card is None:
             return
-        text, blocks = self.card(turn, settled)
+        text, blocks = self.card(turn, decided)
         await self.poster.update(card["channel"], card["ts"], text, blocks)
 
     async def _show_card(
@@ -171,4 +171,4 @@ class Delivery:
         card = {"channel": thread.channel, "ts": ts, "thread_ts": thread.thread_ts or ""}
         shown = await self.conversations.show_card(turn.id, card)
         if shown is not None and shown.outcome == Outcome.EXPIRED:  # swept before it was up
-            await self.settle(shown, f":hourglass: {EXPIRED}")
+            await self.close_card(shown, f":hourglass: {EXPIRED}")

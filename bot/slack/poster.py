@@ -1,4 +1,4 @@
-"""Poster: every Web API write of the bot: the working sign, the answer in chunks, the
+"""Poster: every Web API write of the bot: the progress reaction, the answer in chunks, the
 failure notice, cards with buttons, and the live message or status a turn shows.
 
 A Slack error here is logged and ends that post, never the process: the turn is already
@@ -91,7 +91,7 @@ class Poster:
         )
 
     async def finished(self, channel: str, ts: str) -> None:
-        """The working sign comes down from the person's message ``ts``."""
+        """The progress reaction comes off the person's message ``ts``."""
         await self._quietly(
             "reactions.remove",
             self.client.reactions_remove(channel=channel, timestamp=ts, name=WORKING_REACTION),

@@ -1,8 +1,9 @@
 """Worker: the bot's jobs (bot.jobs) as Slack sees them, after Slack got its ack.
 
-* A question: the working sign goes up as soon as it is acknowledged (``acknowledged``);
-  when its job runs it is answered (Delivery), then the sign comes down. A question taken
-  over from a process that died first has that process's step message deleted.
+* A question: the :eyes: reaction (the progress reaction) goes on as soon as it is
+  acknowledged (``acknowledged``); when its job runs it is answered (Delivery), then the
+  reaction comes off. A question taken over from a process that died first has that
+  process's step message deleted.
 * A change: a message deleted or edited in Slack is deleted or edited in the history too.
 * A press: see Approvals.
 * Channel names (for the admin pages) are asked of Slack once per channel and process,
@@ -52,7 +53,7 @@ class Worker:
         self.poster: Poster = delivery.poster
         self.sessions = sessions
         self.jobs = jobs
-        #: the working signs being put up, by question
+        #: the progress reactions being put up, by question
         self._signs: dict[Key, asyncio.Task[None]] = {}
         #: channels whose name this process has asked Slack for, or will
         self._named: set[str] = set()
@@ -62,7 +63,7 @@ class Worker:
 
     def acknowledged(self, question: Question) -> None:
         """A question was taken on: show that the bot is working on it."""
-        self._sign_up(question)
+        self._show_progress(question)
 
     async def __call__(self, job: Job) -> bool:
         if job.kind == QUESTION:
@@ -75,17 +76,17 @@ class Worker:
         return True
 
     async def close(self) -> None:
-        """After the jobs stopped: the signs still up come down, the namer stops."""
+        """After the jobs stopped: the progress reactions still on come off, the namer stops."""
         for key in list(self._signs):
             channel, ts = key
-            await self._sign_down(channel, ts)
+            await self._end_progress(channel, ts)
         if self._namer is not None:
             self._namer.cancel()
             await asyncio.gather(self._namer, return_exceptions=True)
 
     async def _answer(self, job: Job, question: Question) -> bool:
         if job.resumed:
-            self._sign_up(question)  # the person sees it being worked on again
+            self._show_progress(question)  # the person sees it being worked on again
             dead = job.notes.get(STEP_MESSAGE)
             if dead:  # the dead process's live step message
                 await self.poster.delete(question.channel, dead)
@@ -103,7 +104,7 @@ class Worker:
             log.exception("answering %s in %s failed", question.ts, question.channel)
             await self.poster.failed(question.thread)
         finally:
-            await asyncio.shield(self._sign_down(question.channel, question.ts))
+            await asyncio.shield(self._end_progress(question.channel, question.ts))
         if answered:
             self._learn_name(question.channel)
         return answered
@@ -130,15 +131,15 @@ class Worker:
         )
         return True
 
-    def _sign_up(self, question: Question) -> None:
+    def _show_progress(self, question: Question) -> None:
         key = (question.channel, question.ts)
         if key not in self._signs:
             self._signs[key] = asyncio.create_task(self.delivery.working(question))
 
-    async def _sign_down(self, channel: str, ts: str) -> None:
+    async def _end_progress(self, channel: str, ts: str) -> None:
         sign = self._signs.pop((channel, ts), None)
         if sign is not None:
-            await asyncio.gather(sign, return_exceptions=True)  # up before it comes down
+            await asyncio.gather(sign, return_exceptions=True)  # on before it comes off
         await self.poster.finished(channel, ts)
 
     def _learn_name(self, channel: str) -> None:

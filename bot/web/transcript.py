@@ -7,10 +7,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.messages import Message, ToolCall, TurnRecord
+from bot.messages import Message, Outcome, ToolCall, TurnRecord
 
 #: turns the "problems" filter shows: they failed or hit the round cap
-PROBLEM_OUTCOMES = frozenset({"error", "interrupted", "truncated", "max_rounds"})
+PROBLEM_OUTCOMES = frozenset(
+    {Outcome.ERROR, Outcome.INTERRUPTED, Outcome.TRUNCATED, Outcome.MAX_ROUNDS}
+)
 
 
 @dataclass

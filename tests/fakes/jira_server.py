@@ -23,7 +23,8 @@ when given, whose method matches; each is consumed once per matching request, ``
 * ``fail_next(path_regex, status, headers={}, body=None, times=1)``: answer that instead;
 * ``reset_connection_next(path_regex, before=False)``: handle the request (a create is
   stored) and then drop the connection without answering; ``before=True`` drops it first;
-* ``hang_next(seconds, path_regex=".*")``: wait that long, then handle the request.
+* ``hang_next(seconds, path_regex=".*", after=False)``: wait that long, then handle the
+  request; ``after=True``: handle it (a create is stored), then wait before answering.
 
 JQL subset: clauses joined by AND (``project``, ``key``/``issuekey``, ``status``,
 ``issuetype``/``type``, ``priority``, ``labels``, ``assignee`` with ``=``/``!=``; ``text``,
@@ -103,6 +104,7 @@ class _Fault:
     body: Any = None
     seconds: float = 0.0
     before: bool = False
+    after: bool = False
 
     def matches(self, method: str, path: str) -> bool:
         if self.method and self.method.upper() != method:
@@ -244,9 +246,13 @@ class FakeJira(StopsOnExit):
         times: int = 1,
         *,
         method: str | None = None,
+        after: bool = False,
     ) -> None:
-        """Wait ``seconds`` before handling the next matching request(s)."""
-        self._add(_Fault("hang", re.compile(path_regex), method, times, seconds=seconds))
+        """Wait ``seconds`` before handling the next matching request(s); ``after=True``:
+        handle it first (a create is stored), then wait before answering."""
+        self._add(
+            _Fault("hang", re.compile(path_regex), method, times, seconds=seconds, after=after)
+        )
 
     def calls(self, method: str | None = None, path_regex: str = ".*") -> list[RecordedRequest]:
         """The recorded requests with that method and a path matching ``path_regex``."""
@@ -306,7 +312,7 @@ class FakeJira(StopsOnExit):
             self.requests.append(record)
 
         fault = self._take_fault(record.method, record.path)
-        if fault and fault.kind == "hang":
+        if fault and fault.kind == "hang" and not fault.after:
             await self._sleep(fault.seconds)
         if fault and fault.kind == "fail":
             return _fault_response(fault)
@@ -316,6 +322,8 @@ class FakeJira(StopsOnExit):
         response = self._answer(request, record, payload)
         if fault and fault.kind == "reset":
             return await self._drop(request)
+        if fault and fault.kind == "hang" and fault.after:
+            await self._sleep(fault.seconds)
         return response
 
     async def _sleep(self, seconds: float) -> None:

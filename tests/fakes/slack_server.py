@@ -12,9 +12,11 @@ with `{"ok": false, "error": ...}` for API errors, 429 + Retry-After when rate l
 State you can set: `slack.known_channels` (a set; empty = every channel exists),
 `slack.channel_names` ({"C1": "support"}), `slack.users` ({"U1": {"real_name": "Ann"}}),
 `slack.latency` (seconds before every answer). Scripted trouble: `fail_next(method, error)`,
-`rate_limit_next(method, retry_after)`. What happened: `calls`, `calls_to(method)`,
-`messages(channel)`, `thread(channel, ts)`, `reactions(channel, ts)`, `ephemeral_messages`,
-`assistant_status`, `suggested_prompts`, `thread_titles`.
+`rate_limit_next(method, retry_after)`, `hang_next(method, seconds, channel=, after=)` (a
+request held open, before or after it is handled; `held` lists those). What happened:
+`calls`, `calls_to(method)`, `messages(channel)`, `thread(channel, ts)`,
+`reactions(channel, ts)`, `ephemeral_messages`, `assistant_status`, `suggested_prompts`,
+`thread_titles`.
 
 The server runs in its own thread (see tests.fakes.serve), so all state is behind a lock and the
 accessors return copies.
@@ -147,6 +149,11 @@ class FakeSlack(StopsOnExit):
         self._prompts: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._titles: dict[tuple[str, str], str] = {}
         self._ts_counter = 0
+        #: scripted hangs by method: [channel or None, seconds, after, times left]
+        self._hangs: dict[str, list[list[Any]]] = defaultdict(list)
+        #: (method, channel) of each request held open so far
+        self.held: list[tuple[str, str | None]] = []
+        self._stopping = threading.Event()
 
         self._handlers: dict[str, _Handler] = {
             "auth.test": self._auth_test,
@@ -178,6 +185,7 @@ class FakeSlack(StopsOnExit):
     # Lifecycle
 
     def stop(self) -> None:
+        self._stopping.set()
         self._served.stop()
 
     def __repr__(self) -> str:
@@ -305,6 +313,35 @@ class FakeSlack(StopsOnExit):
         with self._lock:
             self._scripted[method].extend([("rate_limit", retry_after)] * times)
 
+    def hang_next(
+        self,
+        method: str,
+        seconds: float,
+        *,
+        channel: str | None = None,
+        after: bool = False,
+        times: int = 1,
+    ) -> None:
+        """Hold the next `times` calls to `method` (in `channel`, if given) open for
+        `seconds`: before they are handled, or with `after=True` once they are (a post is in
+        the channel, its answer is late). Each one held is added to `held`."""
+        with self._lock:
+            self._hangs[method].append([channel, seconds, after, times])
+
+    def _take_hang(self, method: str, args: dict[str, Any]) -> tuple[float, bool] | None:
+        channel = args.get("channel") or args.get("channel_id")
+        with self._lock:
+            for hang in self._hangs[method]:
+                if hang[0] in (None, channel) and hang[3] > 0:
+                    hang[3] -= 1
+                    self.held.append((method, channel))
+                    return hang[1], hang[2]
+        return None
+
+    async def _hold(self, seconds: float) -> None:
+        # a thread waits, so stop() ends the hang at once
+        await asyncio.to_thread(self._stopping.wait, seconds)
+
     # ---------------------------------------------------------------------------------------
     # HTTP
 
@@ -313,6 +350,11 @@ class FakeSlack(StopsOnExit):
         token, args, parse_error = await _read_request(request)
         headers: dict[str, str] = {}
         status = 200
+        hang = self._take_hang(method, args) if not parse_error else None
+        if hang is not None and not hang[1]:
+            await self._hold(hang[0])
+            if await request.is_disconnected():  # the caller gave up (or died): not done
+                return JSONResponse({"ok": False, "error": "request_timeout"}, status_code=408)
         with self._lock:
             try:
                 if parse_error:
@@ -335,6 +377,8 @@ class FakeSlack(StopsOnExit):
             except _SlackError as exc:
                 body = exc.body()
             self._calls.append(Call(method, args, token, status, body))
+        if hang is not None and hang[1]:
+            await self._hold(hang[0])
         if self.latency > 0:
             await asyncio.sleep(self.latency)
         return JSONResponse(body, status_code=status, headers=headers)

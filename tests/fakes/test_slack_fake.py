@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
@@ -193,6 +194,29 @@ async def test_rate_limit_without_retry(slack: FakeSlack, client: AsyncWebClient
         assert error.response.headers["Retry-After"] in ("7", ["7"])
     assert (await client.chat_postMessage(channel="C1", text="x"))["ok"]
     assert len(slack.messages("C1")) == 1
+
+
+async def test_a_held_request_is_not_handled_once_its_caller_gave_up(slack: FakeSlack) -> None:
+    slack.hang_next("chat.postMessage", 1.0, channel="C1")
+    impatient = AsyncWebClient(token=TOKEN, base_url=slack.api_url, timeout=0.3)
+    with pytest.raises(TimeoutError):
+        await impatient.chat_postMessage(channel="C1", text="never arrives")
+    assert slack.held == [("chat.postMessage", "C1")]
+    await asyncio.sleep(1.2)  # the hang is over: the request was dropped, not handled
+    assert slack.messages("C1") == []
+    assert (await impatient.chat_postMessage(channel="C1", text="the next one"))["ok"]
+    assert [m["text"] for m in slack.messages("C1")] == ["the next one"]
+
+
+async def test_a_request_held_after_it_is_handled_is_there_before_its_answer(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    slack.hang_next("chat.postMessage", 0.5, channel="C2", after=True)
+    assert (await client.chat_postMessage(channel="C1", text="elsewhere"))["ok"]  # not held
+    started = time.monotonic()
+    assert (await client.chat_postMessage(channel="C2", text="late answer"))["ok"]
+    assert time.monotonic() - started >= 0.5
+    assert slack.held == [("chat.postMessage", "C2")]
 
 
 async def test_rate_limit_applies_to_one_method(slack: FakeSlack, client: AsyncWebClient) -> None:

@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable
 
 from tests.fakes.jira_server import FakeJira
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.agent_helpers import (
     TICKET,
@@ -115,3 +115,33 @@ async def test_an_unanswered_request_expires_and_a_late_press_does_nothing(
     await fake_slack.wait_for(lambda s: bool(s.ephemeral_messages))
     assert "expired" in fake_slack.ephemeral_messages[0]["text"]
     assert fake_jira.created == []
+
+
+async def test_a_press_naming_another_message_edits_only_the_turn_s_own_card(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, fake_jira: FakeJira, clock: Clock
+) -> None:
+    """The requester's own Cancel, its container.message_ts (and message.ts) forged to name
+    the bot's answer to someone else -> the turn is cancelled and its card says so; the
+    other answer is not touched."""
+    bot = start_bot(**jira_settings(fake_jira))
+    fake_openai.script(Reply(text="An answer to someone else."))
+    await bot.send(mention("C1", clock.ts(), "something else", user="U9"))
+    await fake_slack.wait_for(lambda s: bool(answers(s, "C1", "someone else")))
+    (other,) = answers(fake_slack, "C1", "someone else")
+    script_ticket_flow(fake_openai)
+    await bot.send(mention("C1", clock.ts(), ASK))
+    await fake_slack.wait_for(lambda s: posted_card(s, "C1") is not None)
+    card = posted_card(fake_slack, "C1")
+    assert card is not None
+
+    forged = {**card, "ts": other["ts"]}  # the card's button, the other message's ts
+    assert await press(bot, "decline_write", forged) == 200
+
+    await fake_slack.wait_for(lambda s: not fake_openai.pending)
+    await bot.idle()
+    assert fake_jira.created == []
+    kept = next(m for m in fake_slack.messages("C1") if m["ts"] == other["ts"])
+    assert kept["text"] == "An answer to someone else." and not kept.get("blocks")
+    assert not any(c.args.get("ts") == other["ts"] for c in fake_slack.calls_to("chat.update"))
+    settled = next(m for m in fake_slack.messages("C1") if m["ts"] == card["ts"])
+    assert "Cancelled by <@U1>" in json.dumps(settled["blocks"])
