@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -11,7 +10,6 @@ import openai
 from bot.agent.loop import Loop
 from bot.agent.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.agent.service import Conversations
-from bot.agent.tokens import count_text
 from bot.config import Settings
 from bot.llm.base import ChatModel
 from bot.llm.chat_completions import ChatCompletionsModel
@@ -32,11 +30,6 @@ class Services:
     registry: ToolRegistry
     model: ChatModel
     conversations: Conversations
-
-    async def warm_up(self) -> None:
-        """Load what the first turn would otherwise load (the tokenizer takes about a
-        second), so a server's first burst of mentions does not wait for it."""
-        await asyncio.to_thread(count_text, "warm up")
 
     async def close(self) -> None:
         client = getattr(self.model, "client", None)

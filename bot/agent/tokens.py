@@ -3,16 +3,20 @@
 
 A text of at most ESTIMATE_FROM_CHARS characters is counted exactly; a longer one is
 estimated as a quarter of its UTF-8 size (about what English costs), so a count never fails
-and never takes long.
+and never takes long. The tokenizer is loaded on the first exact count: importing and loading
+it costs about 145 MB and a second, which a command or a server that has counted nothing yet
+should not pay.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-
-import bpe_openai
+from typing import TYPE_CHECKING
 
 from bot.messages import Message
+
+if TYPE_CHECKING:
+    import bpe_openai
 
 #: per-message framing the APIs add around each message
 MESSAGE_OVERHEAD = 4
@@ -23,6 +27,8 @@ ESTIMATE_FROM_CHARS = 100_000
 
 @lru_cache(maxsize=1)
 def _encoding() -> bpe_openai.Encoding:
+    import bpe_openai
+
     return bpe_openai.get_encoding("o200k_base")
 
 

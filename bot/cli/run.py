@@ -45,7 +45,6 @@ async def _serve(settings: Settings, socket_mode: bool, port: int) -> int:
     from bot.wiring import build_services
 
     services = build_services(settings)
-    await services.warm_up()
     slack = SlackRuntime(settings, services, socket_mode=socket_mode)
     # what is loaded by now lives as long as the process: out of the collector's sight, a
     # full collection under load scans what turns create, not every module (~100 ms each)
