@@ -188,6 +188,20 @@ def _hint(name: str) -> str:
     return _HINTS.get(name, "a value")
 
 
+class _LogFormat(BaseSettings):
+    model_config = Settings.model_config
+    LOG_FORMAT: str = "text"
+
+
+def requested_log_format() -> str:
+    """LOG_FORMAT alone (``json`` or ``text``), for reporting that the other settings are
+    wrong in the format the logs would have had."""
+    try:
+        return "json" if _LogFormat().LOG_FORMAT == "json" else "text"
+    except ValidationError:
+        return "text"
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read the settings once; a malformed one becomes a one-line SettingsError."""
     try:

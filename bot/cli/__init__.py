@@ -52,11 +52,22 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except SettingsError as exc:
-        click.echo(f"error: {exc}", err=True)
+        _report(str(exc))
         sys.exit(2)
     except BotError as exc:
-        click.echo(f"error: {exc}", err=True)
+        _report(str(exc))
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
     sys.exit(result if isinstance(result, int) else 0)
+
+
+def _report(text: str) -> None:
+    """The one error line, in the format of the logs (set up now if the command failed
+    before it set them up: a bad setting)."""
+    from bot.config import requested_log_format
+    from bot.logs import configure_logging, logs_configured, report_error
+
+    if not logs_configured():
+        configure_logging(fmt=requested_log_format())
+    report_error(text)
