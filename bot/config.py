@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -29,7 +31,20 @@ _HINTS = {
     "TURN_DEADLINE_S": "a number of seconds, e.g. 300",
     "APPROVAL_TIMEOUT_S": "a number of seconds, e.g. 86400",
     "PORT": "a TCP port number, e.g. 3000",
+    "HOST": "0.0.0.0 (every interface), 127.0.0.1, :: or a host name",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR",
+}
+
+
+_HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*")
+
+#: what to do about a choice of settings ("A or B") of which neither is set
+_CHOICES = {
+    "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET": (
+        "choose how Slack reaches the bot: Socket Mode (the manifest's default) with "
+        f"{_HINTS['SLACK_APP_TOKEN']} in SLACK_APP_TOKEN, or the HTTP Events API with "
+        f"{_HINTS['SLACK_SIGNING_SECRET']} in SLACK_SIGNING_SECRET and `bot run --http`"
+    ),
 }
 
 
@@ -108,6 +123,8 @@ class Settings(BaseSettings):
 
     DATABASE_URL: str = "sqlite:///./bot.db"
     """sqlite:///... or postgresql://...; the async driver is chosen here."""
+    HOST: str = "0.0.0.0"
+    """The address `bot run` listens on (0.0.0.0: every IPv4 interface)."""
     PORT: int = Field(3000, ge=1, le=65535)
     """HTTP port of the Events API endpoint, /healthz and /admin."""
     ADMIN_TOKEN: str | None = None
@@ -137,6 +154,17 @@ class Settings(BaseSettings):
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
 
+    @field_validator("HOST")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        value = value.strip()
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            if not _HOST_NAME.fullmatch(value):
+                raise ValueError("not an IP address or a host name") from None
+        return value
+
     @field_validator("DATABASE_URL")
     @classmethod
     def _known_database(cls, value: str) -> str:
@@ -154,10 +182,23 @@ class Settings(BaseSettings):
         return [self.JIRA_PROJECT.upper()] if self.JIRA_PROJECT else []
 
     def require(self, *names: str) -> None:
-        """Raise SettingsError naming the first of ``names`` that is unset."""
-        for name in names:
-            if not getattr(self, name):
-                raise SettingsError(f"{name} is not set: put {_hint(name)} in it (or in .env).")
+        """Raise one SettingsError naming every one of ``names`` that is unset. A name may be
+        a choice, ``"A or B"``: it is met when either is set."""
+        missing = [name for name in names if not any(map(self._is_set, name.split(" or ")))]
+        if len(missing) == 1 and " or " not in missing[0]:
+            name = missing[0]
+            raise SettingsError(f"{name} is not set: put {_hint(name)} in it (or in .env).")
+        if missing:
+            todo = "; ".join(_todo(name) for name in missing)
+            if len(missing) == 1:  # a choice
+                what = "neither {} nor {} is set".format(*missing[0].split(" or "))
+            else:
+                what = _listed([f"either {n}" if " or " in n else n for n in missing])
+                what += " are not set"
+            raise SettingsError(f"{what}: {todo} (in the environment or .env).")
+
+    def _is_set(self, name: str) -> bool:
+        return bool(getattr(self, name))
 
     def system_prompt(self, default: str) -> str:
         if self.SYSTEM_PROMPT:
@@ -188,6 +229,14 @@ def _hint(name: str) -> str:
     return _HINTS.get(name, "a value")
 
 
+def _todo(name: str) -> str:
+    return _CHOICES.get(name) or f"put {_hint(name)} in {name}"
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 class _LogFormat(BaseSettings):
     model_config = Settings.model_config
     LOG_FORMAT: str = "text"
@@ -207,7 +256,14 @@ def load_settings(**overrides: object) -> Settings:
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        error = exc.errors()[0]
-        name = str(error["loc"][0]) if error["loc"] else "a setting"
-        reason = error["msg"].removeprefix("Value error, ")
-        raise SettingsError(f"{name} is invalid ({reason}): put {_hint(name)} in it.") from None
+        problems: dict[str, str] = {}
+        for error in exc.errors():
+            name = str(error["loc"][0]) if error["loc"] else "a setting"
+            problems.setdefault(name, error["msg"].removeprefix("Value error, "))
+        if len(problems) == 1:
+            ((name, reason),) = problems.items()
+            message = f"{name} is invalid ({reason}): put {_hint(name)} in it."
+        else:
+            each = "; ".join(f"{n} ({why}): put {_hint(n)} in it" for n, why in problems.items())
+            message = f"{_listed(list(problems))} are invalid: {each}."
+        raise SettingsError(message) from None

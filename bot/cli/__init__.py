@@ -35,6 +35,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="bot", prog_name="bot", message="%(prog)s %(version)s")
 def cli() -> None:
     """A Slack agent for Jira tickets and CRM look-ups, with reviewable histories."""
 

@@ -8,6 +8,9 @@ import json
 import re
 from pathlib import Path
 
+import httpx
+import pytest
+
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.conftest import Clock, echo, mention, posts
@@ -95,3 +98,20 @@ def test_missing_settings_are_one_json_line_too(tmp_path: Path, sqlite_url: str)
     assert status == 2
     (line,) = json_lines(stderr)
     assert line["level"] == "ERROR" and "SLACK_BOT_TOKEN" in str(line["message"])
+
+
+async def test_host_is_the_address_it_listens_on(
+    tmp_path: Path, sqlite_url: str, fake_slack: FakeSlack, fake_openai: FakeOpenAI
+) -> None:
+    settings = process_settings(sqlite_url, fake_slack, fake_openai)
+    bot = BotProcess(tmp_path, **settings, HOST="127.0.0.2")
+    elsewhere = bot.url
+    bot.url = bot.url.replace("127.0.0.1", "127.0.0.2")
+    try:
+        await bot.healthy()
+        async with httpx.AsyncClient() as client:
+            with pytest.raises(httpx.ConnectError):
+                await client.get(f"{elsewhere}/healthz")
+    finally:
+        status, stderr = await asyncio.to_thread(bot.finish)
+    assert status == 0, stderr
