@@ -165,7 +165,7 @@ def purge(days: int, yes: bool) -> None:
 def _with_store(work: Callable[[HistoryStore], Awaitable[T]]) -> T:
     """Migrate, then run ``work`` against a store built for this command alone."""
     settings = settings_for(log_level="WARNING")
-    prepare_database(settings)
+    prepare_database(settings, create=False)
 
     async def run() -> T:
         store = HistoryStore(create_engine(settings.DATABASE_URL))
