@@ -5,10 +5,10 @@ from __future__ import annotations
 import ipaddress
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import SettingsError
 
@@ -118,7 +118,7 @@ class Settings(BaseSettings):
     """Jira Server / Data Center personal access token."""
     JIRA_PROJECT: str | None = None
     """Project key for new tickets when the model names none."""
-    JIRA_ALLOWED_PROJECTS: list[str] | None = None
+    JIRA_ALLOWED_PROJECTS: Annotated[list[str] | None, NoDecode] = None
     """Comma list of project keys tickets may be created in; JIRA_PROJECT when unset."""
 
     DATABASE_URL: str = "sqlite:///./bot.db"
@@ -129,7 +129,7 @@ class Settings(BaseSettings):
     """HTTP port of the Events API endpoint, /healthz and /admin."""
     ADMIN_TOKEN: str | None = None
     """Enables /admin; unset = /admin answers 404."""
-    ADMIN_SLACK_USERS: list[str] = Field(default_factory=list)
+    ADMIN_SLACK_USERS: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Comma list of Slack user IDs who may approve any write."""
     WRITE_APPROVAL: bool = True
     """on: a writing tool waits for the requester's approval; off: it runs at once."""

@@ -51,3 +51,15 @@ def test_every_malformed_setting_is_named_in_one_line(tmp_path: Path) -> None:
     assert line.startswith("error: LLM_API, MAX_TOOL_ROUNDS and HOST are invalid: ")
     for hint in ("chat or responses", "a whole number from 1 to 50", "0.0.0.0 (every interface)"):
         assert hint in line
+
+
+def test_comma_lists_come_from_the_environment_and_dotenv(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'bot.db'}"
+    assert run_bot("db", "upgrade", cwd=tmp_path, env={"DATABASE_URL": url}).returncode == 0
+    env = {"DATABASE_URL": url, "ADMIN_SLACK_USERS": "U1, U2"}
+    (tmp_path / ".env").write_text("JIRA_ALLOWED_PROJECTS=TASK,OPS\n")
+
+    result = run_bot("history", "list", cwd=tmp_path, env=env)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "No stored sessions.\n"
