@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from pathlib import Path
 from typing import Annotated, Literal
@@ -20,6 +21,9 @@ _HINTS = {
     "OPENAI_API_KEY": "your OpenAI API key (or any key your OpenAI-compatible server accepts)",
     "DATABASE_URL": "sqlite:///./bot.db or postgresql://user:password@host:5432/dbname",
     "LLM_API": "chat or responses",
+    "OPENAI_DEFAULT_HEADERS": 'a JSON object of header names and values, e.g. {"X-Team": "ops"}',
+    "OPENAI_REASONING_EFFORT": "none, minimal, low, medium, high or xhigh",
+    "OPENAI_TEMPERATURE": "a number from 0 to 2, e.g. 0.2",
     "LOG_FORMAT": "text or json",
     "WRITE_APPROVAL": "on or off",
     "STREAM_ANSWERS": "on or off",
@@ -93,6 +97,14 @@ class Settings(BaseSettings):
     """Model name."""
     LLM_API: Literal["chat", "responses"] = "chat"
     """`chat` (Chat Completions) or `responses` (Responses API)."""
+    OPENAI_DEFAULT_HEADERS: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
+    """Headers sent with every model request (a JSON object), e.g. for a gateway."""
+    OPENAI_REASONING_EFFORT: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = (
+        None
+    )
+    """How hard a reasoning model thinks; unset: the server's default (not sent)."""
+    OPENAI_TEMPERATURE: float | None = Field(None, ge=0, le=2)
+    """Sampling temperature; unset: the server's default (not sent)."""
     MAX_TOOL_ROUNDS: int = Field(5, ge=1, le=50)
     """Tool rounds per turn before the answer is forced."""
     HISTORY_TOKEN_BUDGET: int = Field(12000, ge=0)
@@ -148,6 +160,16 @@ class Settings(BaseSettings):
     _normalise_lists = field_validator("JIRA_ALLOWED_PROJECTS", "ADMIN_SLACK_USERS", mode="before")(
         lambda cls, v: _comma_list(v)
     )
+
+    @field_validator("OPENAI_DEFAULT_HEADERS", mode="before")
+    @classmethod
+    def _json_object(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ValueError("not valid JSON") from None
 
     @field_validator("LOG_LEVEL", mode="before")
     @classmethod
@@ -258,8 +280,9 @@ def load_settings(**overrides: object) -> Settings:
     except ValidationError as exc:
         problems: dict[str, str] = {}
         for error in exc.errors():
-            name = str(error["loc"][0]) if error["loc"] else "a setting"
-            problems.setdefault(name, error["msg"].removeprefix("Value error, "))
+            name, *inside = [str(part) for part in error["loc"]] or ["a setting"]
+            reason = error["msg"].removeprefix("Value error, ")
+            problems.setdefault(name, f"{'.'.join(inside)}: {reason}" if inside else reason)
         if len(problems) == 1:
             ((name, reason),) = problems.items()
             message = f"{name} is invalid ({reason}): put {_hint(name)} in it."

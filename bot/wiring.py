@@ -11,7 +11,7 @@ from bot.agent.loop import Loop
 from bot.agent.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.agent.service import Conversations
 from bot.config import Settings
-from bot.llm.base import ChatModel
+from bot.llm.base import ChatModel, ModelOptions
 from bot.llm.chat_completions import ChatCompletionsModel
 from bot.llm.responses import ResponsesModel
 from bot.store.crm import CrmStore
@@ -43,14 +43,16 @@ def build_model(settings: Settings) -> ChatModel:
     client = openai.AsyncOpenAI(
         api_key=settings.OPENAI_API_KEY,
         base_url=settings.OPENAI_BASE_URL,
+        default_headers=settings.OPENAI_DEFAULT_HEADERS or None,
         timeout=settings.MODEL_TIMEOUT_S,
         max_retries=2,
         # aiohttp, as slack_sdk uses: httpx's pool costs far more CPU with many turns at once
         http_client=openai.DefaultAioHttpClient(timeout=settings.MODEL_TIMEOUT_S),
     )
+    options = ModelOptions(settings.OPENAI_TEMPERATURE, settings.OPENAI_REASONING_EFFORT)
     if settings.LLM_API == "responses":
-        return ResponsesModel(client, settings.OPENAI_MODEL)
-    return ChatCompletionsModel(client, settings.OPENAI_MODEL)
+        return ResponsesModel(client, settings.OPENAI_MODEL, options)
+    return ChatCompletionsModel(client, settings.OPENAI_MODEL, options)
 
 
 def build_registry(settings: Settings, store: HistoryStore) -> ToolRegistry:

@@ -63,3 +63,13 @@ def test_comma_lists_come_from_the_environment_and_dotenv(tmp_path: Path) -> Non
 
     assert result.returncode == 0, result.stderr
     assert result.stdout == "No stored sessions.\n"
+
+
+def test_malformed_default_headers_are_one_line(tmp_path: Path) -> None:
+    env = {"OPENAI_API_KEY": "k", "OPENAI_DEFAULT_HEADERS": "X-Team: ops"}
+    result = run_bot("ask", "--channel", "C1", "hi", cwd=tmp_path, env=env)
+    assert result.returncode == 2
+    assert one_line(result.stderr) == (
+        "error: OPENAI_DEFAULT_HEADERS is invalid (not valid JSON): put a JSON object of header "
+        'names and values, e.g. {"X-Team": "ops"} in it.'
+    )
