@@ -48,6 +48,19 @@ def test_special_token_text_is_plain_text() -> None:
     assert count_text("see <|endoftext|> here") > 0
 
 
+def test_a_lone_surrogate_is_counted() -> None:
+    # JSON can carry one ("\ud800"); it must not stop the turn
+    assert count_text("broken \ud800 text") == count_text("broken ? text")
+
+
+def test_counts_are_the_packaged_encoding_s() -> None:
+    import bpe_openai
+
+    encoding = bpe_openai.get_encoding("o200k_base")
+    for text in ("hello world", "Zürich ✓ 東京 🙂", "def f(x):\n    return x * 2\n", "a" * 5000):
+        assert count_text(text) == len(encoding.encode_ordinary(text))
+
+
 def test_a_huge_tool_call_is_counted() -> None:
     call = ToolCall("call_1", "store_document", '{"text": "' + "x" * 2_000_000 + '"}')
     message = Message(role="assistant", content=None, tool_calls=(call,))
