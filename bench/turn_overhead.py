@@ -28,7 +28,7 @@ from sqlalchemy import insert
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.agent.service import Incoming
+from bot.agent.conversations import Incoming
 from bot.config import load_settings
 from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage, utcnow
 from bot.store.migrate import upgrade

@@ -28,6 +28,7 @@ _HINTS = {
     "WRITE_APPROVAL": "on or off",
     "STREAM_ANSWERS": "on or off",
     "JIRA_URL": "your Jira base URL, e.g. https://example.atlassian.net",
+    "MCP_CONFIG": "the path of a JSON file in the mcpServers format",
     "MAX_TOOL_ROUNDS": "a whole number from 1 to 50",
     "HISTORY_TOKEN_BUDGET": "a whole number of tokens, e.g. 12000",
     "TOOL_TIMEOUT_S": "a number of seconds, e.g. 30",
@@ -132,6 +133,9 @@ class Settings(BaseSettings):
     """Project key for new tickets when the model names none."""
     JIRA_ALLOWED_PROJECTS: Annotated[list[str] | None, NoDecode] = None
     """Comma list of project keys tickets may be created in; JIRA_PROJECT when unset."""
+
+    MCP_CONFIG: Path | None = None
+    """A JSON file of MCP servers (the mcpServers format) whose tools are offered."""
 
     DATABASE_URL: str = "sqlite:///./bot.db"
     """sqlite:///... or postgresql://...; the async driver is chosen here."""

@@ -10,12 +10,9 @@ import csv
 import io
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from bot.messages import Message, TurnRecord, iso
-
-if TYPE_CHECKING:
-    from bot.store.history import SessionSummary
+from bot.messages import Message, SessionSummary, TurnRecord, iso
 
 ExportFormat = Literal["jsonl", "csv"]
 

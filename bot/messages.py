@@ -9,19 +9,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, Literal
 
 Role = Literal["user", "assistant", "tool"]
-Outcome = Literal[
-    "running",
-    "answered",
-    "max_rounds",
-    "error",
-    "truncated",
-    "interrupted",
-    "awaiting_approval",
-    "expired",
-]
+
+
+class Outcome(StrEnum):
+    """Where a turn stands. A StrEnum: stored, compared and shown as its plain text.
+
+    running --> answered | truncated | error     (its answer, or why there is none)
+    running --> max_rounds          (answered at the round cap; a person may continue)
+    running --> awaiting_approval   (a write waits for a person) --> running | expired
+    running --> interrupted         (its process died and nobody resumed it)
+    """
+
+    RUNNING = "running"
+    ANSWERED = "answered"
+    MAX_ROUNDS = "max_rounds"
+    ERROR = "error"
+    TRUNCATED = "truncated"
+    INTERRUPTED = "interrupted"
+    AWAITING_APPROVAL = "awaiting_approval"
+    EXPIRED = "expired"
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +180,66 @@ class ModelReply:
     finish: str = "stop"
 
 
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What to do with a call of a writing tool: run it, decline it (the reason is the
+    call's result), or pause the turn until a person decides."""
+
+    action: Literal["run", "decline", "pause"]
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"action": self.action, "reason": self.reason}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Decision:
+        return cls(data["action"], data.get("reason") or "")
+
+
+@dataclass(frozen=True)
+class TurnState:
+    """What a stopped turn needs beside its journal (its stored messages) to go on.
+
+    ``pending``: the assistant message whose writing calls wait for a person (it joins the
+    journal when the turn goes on); ``decisions``: what the person decided, by call id,
+    kept from the moment the turn goes on until it is stored; ``card``: where the shell
+    shows the turn's buttons (opaque here: only that message may be edited for the turn).
+    """
+
+    pending: Message | None = None
+    decisions: dict[str, Decision] = field(default_factory=dict)
+    paused_at: datetime | None = None
+    card: dict[str, str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        if self.pending is not None:
+            pending = self.pending.to_dict()
+            pending["tool_calls"] = [c.to_stored() for c in self.pending.tool_calls]
+            data["pending"] = pending
+        if self.decisions:
+            data["decisions"] = {k: d.to_dict() for k, d in self.decisions.items()}
+        if self.paused_at is not None:
+            data["paused_at"] = iso(self.paused_at)
+        if self.card is not None:
+            data["card"] = dict(self.card)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> TurnState:
+        data = data or {}
+        paused_at = data.get("paused_at")
+        return cls(
+            pending=Message.from_dict(data["pending"]) if data.get("pending") else None,
+            decisions={k: Decision.from_dict(d) for k, d in (data.get("decisions") or {}).items()},
+            paused_at=parse_iso(paused_at) if paused_at else None,
+            card=data.get("card"),
+        )
+
+    def with_(self, **changes: Any) -> TurnState:
+        return replace(self, **changes)
+
+
 @dataclass(slots=True)
 class TurnRecord:
     """One turn's bookkeeping, stored beside its messages."""
@@ -179,7 +249,7 @@ class TurnRecord:
     slack_ts: str | None = None
     rounds: int = 0
     tools_called: list[str] = field(default_factory=list)
-    outcome: Outcome = "running"
+    outcome: Outcome = Outcome.RUNNING
     input_tokens: int = 0
     output_tokens: int = 0
     latency_ms: int | None = None
@@ -188,8 +258,13 @@ class TurnRecord:
     error: str | None = None
     id: int | None = None
     started_at: datetime | None = None
-    #: a paused turn's resumable state; not part of the documents
-    state: dict[str, Any] | None = field(default=None, repr=False)
+    #: a stopped turn's state; not part of the documents
+    state: TurnState = field(default_factory=TurnState, repr=False)
+
+    @property
+    def error_message(self) -> str:
+        """What the person was told when the turn failed (``error`` is "kind: message")."""
+        return (self.error or "").partition(": ")[2]
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -197,7 +272,7 @@ class TurnRecord:
             "channel_id": self.channel_id,
             "rounds": self.rounds,
             "tools_called": list(self.tools_called),
-            "outcome": self.outcome,
+            "outcome": str(self.outcome),
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
         }
@@ -212,6 +287,17 @@ class TurnRecord:
         }
         data.update({k: v for k, v in optional.items() if v is not None})
         return data
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One stored session (a channel) as the sessions list shows it."""
+
+    channel_id: str
+    name: str | None
+    messages: int
+    turns: int
+    last_activity: datetime | None
 
 
 def utcnow() -> datetime:

@@ -7,35 +7,47 @@ from datetime import timedelta
 
 import openai
 
+from bot.agent.conversations import Conversations
 from bot.agent.loop import Loop
 from bot.agent.prompt import DEFAULT_SYSTEM_PROMPT
-from bot.agent.service import Conversations
+from bot.agent.sessions import Sessions
 from bot.config import Settings
+from bot.jobs import open_jobs
+from bot.jobs.runner import Jobs
 from bot.llm.base import ChatModel, ModelOptions
 from bot.llm.chat_completions import ChatCompletionsModel
 from bot.llm.responses import ResponsesModel
 from bot.store.crm import CrmStore
-from bot.store.db import create_engine
+from bot.store.db import Engines, create_engines
 from bot.store.history import HistoryStore
+from bot.store.turns import TurnStore
+from bot.store.window import Windows
 from bot.tools.base import ToolRegistry
 from bot.tools.clock import get_current_time
 from bot.tools.crm import CrmTools
 from bot.tools.jira import jira_tools
+from bot.tools.mcp import mcp_servers
 
 
 @dataclass
 class Services:
+    """What the shells use: turns (``conversations``), the channels' work (``jobs``) and
+    the stored sessions (``sessions``)."""
+
     settings: Settings
-    store: HistoryStore
+    engines: Engines
     registry: ToolRegistry
     model: ChatModel
     conversations: Conversations
+    sessions: Sessions
+    jobs: Jobs
 
     async def close(self) -> None:
+        await self.registry.close()  # MCP servers: sessions closed, processes stopped
         client = getattr(self.model, "client", None)
         if isinstance(client, openai.AsyncOpenAI):
             await client.close()
-        await self.store.engine.dispose()
+        await self.engines.dispose()
 
 
 def build_model(settings: Settings) -> ChatModel:
@@ -55,21 +67,30 @@ def build_model(settings: Settings) -> ChatModel:
     return ChatCompletionsModel(client, settings.OPENAI_MODEL, options)
 
 
-def build_registry(settings: Settings, store: HistoryStore) -> ToolRegistry:
+def build_registry(settings: Settings, engines: Engines | None = None) -> ToolRegistry:
+    """Every tool the model is offered. MCP servers connect in the background from the
+    first use in an event loop on; ``registry.close()`` closes them. Without ``engines``
+    (``bot tools``) the CRM tools get engines of their own, disposed at close."""
     registry = ToolRegistry(default_timeout=settings.TOOL_TIMEOUT_S)
     registry.add(get_current_time)
-    registry.add_object(CrmTools(CrmStore(store.engine)))
+    if engines is None:
+        engines = create_engines(settings.DATABASE_URL)
+        registry.on_close(engines.dispose)
+    registry.add_object(CrmTools(CrmStore(engines)), source="CRM")
     jira = jira_tools(settings)
     if jira is not None:
-        registry.add_object(jira)
+        registry.add_object(jira, source="Jira")
+    mcp_servers(settings, registry)
     return registry
 
 
 def build_services(settings: Settings, *, model: ChatModel | None = None) -> Services:
     """Everything a shell needs, from the settings. ``model`` replaces the OpenAI one
     (benchmarks use an in-process model)."""
-    store = HistoryStore(create_engine(settings.DATABASE_URL))
-    registry = build_registry(settings, store)
+    engines = create_engines(settings.DATABASE_URL)
+    windows = Windows()
+    history = HistoryStore(engines, windows)
+    registry = build_registry(settings, engines)
     chat_model = model or build_model(settings)
     loop = Loop(
         model=chat_model,
@@ -79,9 +100,18 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         deadline_s=settings.TURN_DEADLINE_S,
     )
     conversations = Conversations(
-        store,
+        TurnStore(engines, windows),
+        history,
         loop,
         settings.HISTORY_TOKEN_BUDGET,
         approval_timeout=timedelta(seconds=settings.APPROVAL_TIMEOUT_S),
     )
-    return Services(settings, store, registry, chat_model, conversations)
+    return Services(
+        settings,
+        engines,
+        registry,
+        chat_model,
+        conversations,
+        Sessions(history),
+        open_jobs(engines),
+    )

@@ -1,13 +1,15 @@
-"""Stored turns for the admin tests (CLI, JSON API, browser): written through the store's
-own begin_turn/finish_turn, exactly as the agent writes them."""
+"""Stored turns for the admin tests (CLI, JSON API, browser): written through TurnStore's
+own begin/finish, exactly as the agent writes them."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
 
-from bot.messages import Message, TurnRecord, utcnow
+from bot.messages import Message, Outcome, TurnRecord, utcnow
 from bot.store.history import HistoryStore
+from bot.store.turns import TurnStore
+from bot.wiring import Services
 
 
 async def add_turn(
@@ -27,9 +29,15 @@ async def add_turn(
         channel, user_id="U1", slack_ts=ts, started_at=at, model="gpt-test", api_mode="chat"
     )
     user = Message.user(text, user_id="U1", slack_ts=ts).with_(created_at=at)
-    turn_id = (await store.begin_turn(record, user)).turn_id
+    turns = TurnStore(store.engines, store.windows)
+    begun = await turns.begin(record, user, budget=0)
     calls = [call.name for reply in replies for call in reply.tool_calls]
-    record.rounds, record.tools_called, record.outcome = len(calls), calls, outcome  # type: ignore[assignment]
+    record.rounds, record.tools_called, record.outcome = len(calls), calls, Outcome(outcome)
     record.input_tokens, record.output_tokens, record.latency_ms = 1500, 120, 2345
     record.error = error
-    await store.finish_turn(turn_id, record, [reply.with_(created_at=at) for reply in replies])
+    await turns.finish(begun.turn, record, [reply.with_(created_at=at) for reply in replies])
+
+
+def history(services: Services) -> HistoryStore:
+    """The stored history of the bot's ``services``, to read what a turn stored."""
+    return HistoryStore(services.engines)

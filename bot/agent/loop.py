@@ -1,47 +1,45 @@
 """The tool loop: ask the model, run the tools it calls, repeat, up to a round cap.
 
-No Slack, no SQL: it takes the conversation so far and returns the new messages.
+No Slack, no SQL: it takes the conversation so far and returns the new messages. Before a
+round's tool calls run, the turn's new messages so far are handed to the journal (the
+assistant message that asks for them included, each writing call with its idempotency
+marker), and so are the results of a round that wrote, as soon as they are in: a turn
+resumed after a crash never asks the model again for a stored round and never sends a
+write twice (``resume`` with ``recovering``), and one nobody resumes still tells the next
+turn what it changed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from bot.agent.tokens import count_message
 from bot.errors import ModelError, ModelTimeout
 from bot.llm.base import ChatModel, TextSink
-from bot.messages import Message, ModelReply, ToolCall, Usage
+from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall, ToolSpec, Usage
 from bot.tools.base import ToolRegistry, error_result
 
 log = logging.getLogger(__name__)
 
 #: told what the turn is doing: the calls about to run (progress signs in Slack)
 ProgressSink = Callable[[Sequence[ToolCall]], Awaitable[None]]
-#: told after each round whose calls ran: the turn's new messages so far (to store early)
-RoundSink = Callable[[Sequence[Message]], Awaitable[None]]
+#: stores the turn's new messages, before the tool calls they end with run
+JournalSink = Callable[[Sequence[Message]], Awaitable[None]]
 
 EMPTY_ANSWER = "I could not come up with an answer. Please rephrase the question."
 CUT_OFF_NOTE = "\n\n_(This answer was cut off: it was longer than the model may write.)_"
 FILTERED_ANSWER = "I can't help with that request."
 CAPPED_NOTE = (
-    "(Note from the bot, not the user: you have used all {} tool rounds for this message. "
-    "Answer now without tools: say what you found and did so far, and what is left to do.)"
+    "You have used all {} tool rounds for this message. Answer now without tools: say what "
+    "you found and did so far, and what is left to do."
 )
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What to do with a call of a writing tool: run it, decline it (the reason is the
-    call's result), or pause the turn until a person decides."""
-
-    action: Literal["run", "decline", "pause"]
-    reason: str = ""
-
+NOT_APPROVED = "Not done: the action was not approved."
 
 RUN = Decision("run")
 PAUSE = Decision("pause")
@@ -52,22 +50,32 @@ Approver = Callable[[ToolCall], Awaitable[Decision]]
 
 @dataclass
 class TurnResult:
-    """What one turn produced. ``messages`` are the new assistant and tool messages, in
-    order, with token estimates; on error they hold only the rounds that completed."""
+    """What one stretch of a turn produced. ``messages`` are the new assistant and tool
+    messages, in order, with token estimates; the first ``journaled`` of them are stored
+    already. On error they hold only the rounds that completed."""
 
-    outcome: str
+    outcome: Outcome
     answer: str | None = None
     messages: list[Message] = field(default_factory=list)
+    journaled: int = 0
     rounds: int = 0
     tools_called: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     error: ModelError | None = None
-    #: when paused for approval: the assistant message whose calls wait, and everything
-    #: the model had seen before it (to resume from)
+    #: when paused for approval: the assistant message whose calls wait
     pending: Message | None = None
-    conversation: list[Message] = field(default_factory=list)
     #: rounds done before the round cap's count started (a turn continued past the cap)
     round_base: int = 0
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """What the caller is told while a turn runs (each optional)."""
+
+    approver: Approver | None = None
+    on_progress: ProgressSink | None = None
+    on_text: TextSink | None = None
+    journal: JournalSink | None = None
 
 
 @dataclass
@@ -80,53 +88,35 @@ class Loop:
     max_rounds: int = 5
     deadline_s: float = 300.0
 
-    async def run(
-        self,
-        history: Sequence[Message],
-        user: Message,
-        *,
-        approver: Approver | None = None,
-        on_progress: ProgressSink | None = None,
-        on_text: TextSink | None = None,
-        on_round: RoundSink | None = None,
-    ) -> TurnResult:
+    async def run(self, history: Sequence[Message], user: Message, hooks: Hooks) -> TurnResult:
         """Run one turn. Never raises ModelError: a failing model is the result's error."""
-        result = TurnResult(outcome="running")
-        rounds = self._rounds([*history, user], result, approver, on_progress, on_text, on_round)
-        return await self._bounded(rounds, result)
+        result = TurnResult(outcome=Outcome.RUNNING)
+        return await self._bounded(self._rounds([*history, user], result, hooks), result)
 
     async def resume(
         self,
         conversation: Sequence[Message],
-        pending: Message | None,
+        unfinished: Message | None,
         decisions: dict[str, Decision],
         prior: TurnResult,
+        hooks: Hooks,
         *,
-        approver: Approver | None = None,
-        on_progress: ProgressSink | None = None,
-        on_text: TextSink | None = None,
-        on_round: RoundSink | None = None,
+        recovering: bool = False,
     ) -> TurnResult:
-        """Continue a stopped turn: run or decline the pending calls as decided (a turn
-        paused for approval), then go on as ``run`` would. ``prior`` carries the rounds,
-        tools and usage so far; a turn continued after the round cap starts with none."""
-        result = TurnResult(
-            outcome="running",
-            rounds=prior.rounds,
-            tools_called=list(prior.tools_called),
-            usage=prior.usage,
-            round_base=prior.round_base,
-        )
+        """Go on with a turn from ``conversation`` (everything stored of it): first the calls
+        of ``unfinished`` (an assistant message whose calls have no results yet), as
+        ``decisions`` say, then as ``run`` would. ``recovering``: the calls may have been
+        sent before a crash, so a write is looked up by its marker, never sent again.
+        ``prior`` carries the rounds, tools and usage so far."""
+        result = dataclasses.replace(prior, outcome=Outcome.RUNNING, messages=[], journaled=0)
         history = list(conversation)
 
-        async def continued() -> None:
-            if pending is not None:
-                await self._run_calls(
-                    _counted(pending), history, result, decisions, on_progress, on_round
-                )
-            await self._rounds(history, result, approver, on_progress, on_text, on_round)
+        async def go_on() -> None:
+            if unfinished is not None:
+                await self._run_calls(unfinished, history, result, decisions, hooks, recovering)
+            await self._rounds(history, result, hooks)
 
-        return await self._bounded(continued(), result)
+        return await self._bounded(go_on(), result)
 
     async def _bounded(self, work: Awaitable[None], result: TurnResult) -> TurnResult:
         try:
@@ -134,42 +124,37 @@ class Loop:
                 await work
         except TimeoutError:
             result.outcome, result.error = (
-                "error",
+                Outcome.ERROR,
                 ModelTimeout("The answer took too long, so I stopped. Please try again."),
             )
         except ModelError as exc:
-            result.outcome, result.error = "error", exc
+            result.outcome, result.error = Outcome.ERROR, exc
         return result
 
-    async def _rounds(
-        self,
-        conversation: list[Message],
-        result: TurnResult,
-        approver: Approver | None,
-        on_progress: ProgressSink | None,
-        on_text: TextSink | None,
-        on_round: RoundSink | None = None,
-    ) -> None:
+    async def _rounds(self, conversation: list[Message], result: TurnResult, hooks: Hooks) -> None:
         specs = self.registry.specs()
         while True:
             capped = result.rounds - result.round_base >= self.max_rounds
-            if capped:
-                # the forced answer should say what was done and what is left
-                asked = [*conversation, Message.user(CAPPED_NOTE.format(result.rounds))]
-                reply = await self._ask(asked, [], on_text)
-            else:
-                reply = await self._ask(conversation, specs, on_text)
+            reply = await self._ask(
+                conversation, [] if capped else specs, hooks.on_text, capped, result
+            )
             result.usage += reply.usage
             if not reply.tool_calls or capped:
                 self._finish(reply, conversation, result, capped)
                 return
-            assistant = _counted(Message.assistant(reply.content, reply.tool_calls))
-            decisions = await self._decide(reply.tool_calls, approver)
+            calls = tuple(self._marked(call) for call in reply.tool_calls)
+            assistant = _counted(Message.assistant(reply.content, calls))
+            decisions = await self._decide(calls, hooks.approver)
             if any(d.action == "pause" for d in decisions.values()):
-                result.outcome, result.pending = "awaiting_approval", assistant
-                result.conversation = list(conversation)
+                result.outcome, result.pending = Outcome.AWAITING_APPROVAL, assistant
                 return
-            await self._run_calls(assistant, conversation, result, decisions, on_progress, on_round)
+            await self._run_calls(assistant, conversation, result, decisions, hooks)
+
+    def _marked(self, call: ToolCall) -> ToolCall:
+        """A writing call gets its idempotency marker before anything is stored."""
+        if call.marker is None and self.registry.writes(call.name):
+            return dataclasses.replace(call, marker=f"bot-{secrets.token_hex(5)}")
+        return call
 
     async def _decide(
         self, calls: Sequence[ToolCall], approver: Approver | None
@@ -180,9 +165,21 @@ class Loop:
             decisions[call.id] = await approver(call) if writes and approver else RUN
         return decisions
 
-    async def _ask(self, conversation, specs, on_text) -> ModelReply:  # type: ignore[no-untyped-def]
+    async def _ask(
+        self,
+        conversation: Sequence[Message],
+        specs: Sequence[ToolSpec],
+        on_text: TextSink | None,
+        capped: bool,
+        result: TurnResult,
+    ) -> ModelReply:
+        # at the cap, the forced answer should say what was done and what is left: the
+        # bot's instruction goes with the system message, never as the person's words
+        system = self.system
+        if capped:
+            system = f"{system}\n\n{CAPPED_NOTE.format(result.rounds)}"
         started = time.perf_counter()
-        reply = await self.model.complete(self.system, conversation, specs, on_text)
+        reply = await self.model.complete(system, conversation, specs, on_text)
         log.debug("model answered in %.0f ms", (time.perf_counter() - started) * 1000)
         return reply
 
@@ -192,29 +189,41 @@ class Loop:
         conversation: list[Message],
         result: TurnResult,
         decisions: dict[str, Decision],
-        on_progress: ProgressSink | None,
-        on_round: RoundSink | None = None,
+        hooks: Hooks,
+        recovering: bool = False,
     ) -> None:
-        """Run one round's calls (in parallel; results in call order) and record them."""
+        """Run one round's calls (in parallel; results in call order) and record them. The
+        journal gets the round before its calls run (unless resumed from it)."""
+        if not recovering:
+            await self._journal(result, [assistant], hooks.journal)
         calls = assistant.tool_calls
-        if on_progress is not None:
-            await on_progress(calls)
+        if hooks.on_progress is not None:
+            await hooks.on_progress(calls)
 
         async def outcome(call: ToolCall) -> str:
             decision = decisions.get(call.id, RUN)
-            if decision.action == "run":
-                return await self.registry.run(call)
-            return error_result(decision.reason or "Not done: the action was not approved.")
+            if decision.action != "run":
+                return error_result(decision.reason or NOT_APPROVED)
+            if recovering and self.registry.writes(call.name):
+                return await self.registry.recover(call)
+            return await self.registry.run(call)
 
         outputs = await asyncio.gather(*(outcome(call) for call in calls))
-        new = [assistant]
-        new += [_counted(Message.tool_result(c, o)) for c, o in zip(calls, outputs, strict=True)]
-        conversation.extend(new)
-        result.messages.extend(new)
+        results = [_counted(Message.tool_result(c, o)) for c, o in zip(calls, outputs, strict=True)]
+        conversation += [assistant, *results]
         result.rounds += 1
-        result.tools_called.extend(call.name for call in calls)
-        if on_round is not None:
-            await on_round(result.messages)
+        result.tools_called += [call.name for call in calls]
+        if any(self.registry.writes(call.name) for call in calls):
+            await self._journal(result, results, hooks.journal)  # what it changed, at once
+        else:
+            result.messages += results
+
+    @staticmethod
+    async def _journal(result: TurnResult, new: list[Message], journal: JournalSink | None) -> None:
+        result.messages += new
+        if journal is not None:
+            await journal(result.messages[result.journaled :])
+            result.journaled = len(result.messages)
 
     def _finish(
         self, reply: ModelReply, conversation: list[Message], result: TurnResult, capped: bool
@@ -225,15 +234,17 @@ class Loop:
         elif reply.finish == "content_filter":
             answer = FILTERED_ANSWER
         if capped:
-            # kept so that a person can let the turn go on for more rounds
-            result.conversation = list(conversation)
             log.warning(
                 "turn hit the round cap after %d rounds; last tool %s; answer forced",
                 result.rounds,
                 result.tools_called[-1] if result.tools_called else "none",
             )
         result.outcome = (
-            "truncated" if reply.finish == "length" else "max_rounds" if capped else "answered"
+            Outcome.TRUNCATED
+            if reply.finish == "length"
+            else Outcome.MAX_ROUNDS
+            if capped
+            else Outcome.ANSWERED
         )
         final = _counted(Message.assistant(answer))
         conversation.append(final)

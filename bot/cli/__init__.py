@@ -19,6 +19,7 @@ COMMANDS = {
     "db": "bot.cli.db:db",
     "history": "bot.cli.history:history",
     "run": "bot.cli.run:run",
+    "tools": "bot.cli.tools:tools",
 }
 
 

@@ -7,12 +7,12 @@ import json
 
 import click
 
-from bot.agent.loop import RUN, Approver, Decision
-from bot.agent.service import Incoming
+from bot.agent.conversations import Incoming, Reply
+from bot.agent.loop import RUN, Approver
 from bot.cli.common import prepare_database, settings_for
 from bot.config import Settings
-from bot.messages import ToolCall
-from bot.wiring import build_services
+from bot.messages import Decision, ToolCall
+from bot.wiring import Services, build_services
 
 
 @click.command()
@@ -49,7 +49,7 @@ def _decided(settings: Settings, approve: bool) -> Approver | None:
 async def _ask(settings, incoming: Incoming, approver: Approver | None) -> int:  # type: ignore[no-untyped-def]
     services = build_services(settings)
     try:
-        reply = await services.conversations.handle(incoming, approver=approver)
+        reply = await _turn(services, incoming, approver)
     finally:
         await services.close()
     if reply.ok:
@@ -83,10 +83,16 @@ async def _chat(settings, channel: str) -> int:  # type: ignore[no-untyped-def]
             if not text.strip():
                 continue
             approver = _ask_at_prompt if settings.WRITE_APPROVAL else None
-            reply = await services.conversations.handle(Incoming(channel, text), approver=approver)
+            reply = await _turn(services, Incoming(channel, text), approver)
             click.echo(("bot> " if reply.ok else "bot (error)> ") + reply.text)
     finally:
         await services.close()
+
+
+async def _turn(services: Services, incoming: Incoming, approver: Approver | None) -> Reply:
+    """One turn, with the channel held as a Slack turn would hold it."""
+    async with services.jobs.hold(incoming.channel_id):
+        return await services.conversations.handle(incoming, approver=approver)
 
 
 async def _ask_at_prompt(call: ToolCall) -> Decision:

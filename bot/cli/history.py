@@ -18,18 +18,12 @@ from typing import TextIO, TypeVar
 
 import click
 
+from bot.agent.sessions import Sessions
 from bot.cli.common import prepare_database, settings_for
-from bot.documents import (
-    EXPORT_FORMATS,
-    ExportFormat,
-    export_lines,
-    pretty_json,
-    session_document,
-    session_list,
-)
+from bot.documents import EXPORT_FORMATS, ExportFormat, pretty_json, session_document, session_list
 from bot.errors import BotError
 from bot.messages import Message, TurnRecord, utcnow
-from bot.store.db import create_engine
+from bot.store.db import create_engines
 from bot.store.history import HistoryStore
 
 T = TypeVar("T")
@@ -47,7 +41,7 @@ def history() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON document.")
 def list_sessions(as_json: bool) -> None:
     """Every session: channel, messages, turns, last activity."""
-    summaries = _with_store(lambda store: store.list_sessions())
+    summaries = _with_sessions(lambda sessions: sessions.summaries())
     if as_json:
         _print_json(session_list(summaries))
         return
@@ -67,11 +61,11 @@ def list_sessions(as_json: bool) -> None:
 def show(channel: str, as_json: bool) -> None:
     """One session's messages in order, tool calls and results included, then its turns."""
 
-    async def read(store: HistoryStore) -> tuple[list[Message], list[TurnRecord]]:
-        await _require_channel(store, channel)
-        return await store.messages(channel), await store.turns(channel)
+    async def read(sessions: Sessions) -> tuple[list[Message], list[TurnRecord]]:
+        await _require_channel(sessions, channel)
+        return await sessions.read(channel)
 
-    messages, turns = _with_store(read)
+    messages, turns = _with_sessions(read)
     if as_json:
         _print_json(session_document(channel, messages, turns))
         return
@@ -99,18 +93,18 @@ def show(channel: str, as_json: bool) -> None:
 def export(channel: str | None, export_format: ExportFormat, output: str | None) -> None:
     """Every stored message, one per line (JSONL) or row (CSV), streamed in batches."""
 
-    async def write(store: HistoryStore) -> int:
+    async def write(sessions: Sessions) -> int:
         if channel is not None:
-            await _require_channel(store, channel)
+            await _require_channel(sessions, channel)
         lines = 0
         with _open_output(output) as out:
-            async for line in export_lines(store.iter_messages(channel), export_format):
+            async for line in sessions.export(channel, export_format):
                 out.write(line)
                 lines += 1
         return lines - (export_format == "csv")  # the CSV header is not a message
 
     try:
-        count = _with_store(write)
+        count = _with_sessions(write)
     except BrokenPipeError:
         # the reader went away (`| head`): stop quietly, and keep the exit-time flush quiet
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -125,14 +119,14 @@ def export(channel: str | None, export_format: ExportFormat, output: str | None)
 def delete(channel: str, yes: bool) -> None:
     """Forget one session: its messages and turns."""
 
-    async def run(store: HistoryStore) -> int:
-        await _require_channel(store, channel)
+    async def run(sessions: Sessions) -> int:
+        await _require_channel(sessions, channel)
         if not yes:
-            turns = len(await store.turns(channel))
-            _confirm(f"Delete session {_safe(channel)} and its {turns} turns for good?")
-        return await store.delete_channel(channel)
+            _, turns = await sessions.read(channel)
+            _confirm(f"Delete session {_safe(channel)} and its {len(turns)} turns for good?")
+        return await sessions.delete(channel)
 
-    deleted = _with_store(run)
+    deleted = _with_sessions(run)
     click.echo(f"Deleted session {_safe(channel)} ({deleted} messages).")
 
 
@@ -150,35 +144,35 @@ def purge(days: int, yes: bool) -> None:
     """Retention: delete every message older than DAYS days, in every session."""
     cutoff = utcnow() - timedelta(days=days)
 
-    async def run(store: HistoryStore) -> int:
+    async def run(sessions: Sessions) -> int:
         if not yes:
             _confirm(f"Delete every message created before {_when(cutoff)}?")
-        return await store.purge(cutoff)
+        return await sessions.purge(cutoff)
 
-    deleted = _with_store(run)
+    deleted = _with_sessions(run)
     click.echo(f"Purged {deleted} messages created before {_when(cutoff)}.")
 
 
 # -- plumbing -------------------------------------------------------------------------
 
 
-def _with_store(work: Callable[[HistoryStore], Awaitable[T]]) -> T:
-    """Migrate, then run ``work`` against a store built for this command alone."""
+def _with_sessions(work: Callable[[Sessions], Awaitable[T]]) -> T:
+    """Migrate, then run ``work`` against the sessions of a store built for this command."""
     settings = settings_for(log_level="WARNING")
     prepare_database(settings, create=False)
 
     async def run() -> T:
-        store = HistoryStore(create_engine(settings.DATABASE_URL))
+        engines = create_engines(settings.DATABASE_URL)
         try:
-            return await work(store)
+            return await work(Sessions(HistoryStore(engines)))
         finally:
-            await store.engine.dispose()
+            await engines.dispose()
 
     return asyncio.run(run())
 
 
-async def _require_channel(store: HistoryStore, channel: str) -> None:
-    if not await store.has_channel(channel):
+async def _require_channel(sessions: Sessions, channel: str) -> None:
+    if not await sessions.exists(channel):
         raise BotError(f"no stored session for channel {_safe(channel)!r}")
 
 

@@ -2,14 +2,15 @@
 Bolt's own (signature, authorization, the bot's own events, url_verification):
 
 1. ``IgnoreUnwanted``: bots, ignored subtypes and channel messages that do not mention the
-   bot are acknowledged and dropped, never stored; deletions and edits go on. Slack's
-   ``app_rate_limited`` notice is acknowledged and logged as an error.
-2. ``AnswerOnce``: a question is claimed in the database by (channel, ts) before the ack;
-   a duplicate delivery is acknowledged and dropped. A database failure answers 503, so
-   Slack delivers the event again later.
+   bot are acknowledged and dropped, never stored; a question, a deletion or edit, or a
+   press of one of the bot's buttons becomes a job. Slack's ``app_rate_limited`` notice is
+   acknowledged and logged as an error.
+2. ``SubmitOnce``: the job goes into the inbox (bot.jobs) before the ack; a duplicate
+   delivery is acknowledged and dropped. A database failure, or a process shutting down,
+   answers 503, so Slack delivers the event again later.
 
-Listeners then only hand the work to the TurnRunner, which runs it after the ack (button
-presses too: who may press is checked there, against the stored turn).
+Listeners then only acknowledge (and put the working sign up): the jobs run after the ack,
+in the Worker (who may press a button is checked there, against the stored turn).
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
-from sqlalchemy.exc import SQLAlchemyError
 
 from bot.config import Settings
+from bot.errors import StoreError
+from bot.jobs import ShuttingDown
+from bot.jobs.runner import Jobs
 from bot.slack import listeners
-from bot.slack.events import change_from, is_ignored, question_from
-from bot.slack.replies import NoDoublePostRetryHandler
-from bot.slack.turns import TurnRunner
-from bot.store.events import SlackEvents
+from bot.slack.approvals import BUTTONS
+from bot.slack.events import change_from, is_ignored, press_from, question_from
+from bot.slack.poster import NoDoublePostRetryHandler
+from bot.slack.worker import Worker
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +73,8 @@ def build_slack_app(
     client: AsyncWebClient,
     identity: AuthorizeResult,
     signing_secret: str | None,
-    runner: TurnRunner,
-    claims: SlackEvents,
+    worker: Worker,
+    jobs: Jobs,
 ) -> AsyncApp:
     """The Bolt app. ``identity`` is the bot's auth.test, taken once at start-up;
     ``signing_secret`` None means Socket Mode (no HTTP requests to verify)."""
@@ -94,7 +97,7 @@ def build_slack_app(
         authorize=authorize,
         signing_secret=signing_secret or "",
         request_verification_enabled=signing_secret is not None,
-        # the ack goes out at once; the work runs in the TurnRunner afterwards
+        # the ack goes out at once; the work runs in the Worker afterwards
         process_before_response=False,
         # no workflow steps here; the assistant pane's listeners attach what they need
         # themselves, so this middleware would only cost time
@@ -102,13 +105,13 @@ def build_slack_app(
         attaching_conversation_kwargs_enabled=False,
     )
     app.use(IgnoreUnwanted())
-    app.use(AnswerOnce(claims, runner))
-    listeners.register(app, runner)
+    app.use(SubmitOnce(jobs))
+    listeners.register(app, worker)
     return app
 
 
 class IgnoreUnwanted(AsyncMiddleware):
-    """Acknowledge and drop what the bot never answers; note what it acts on."""
+    """Acknowledge and drop what the bot never acts on; make a job of what it does."""
 
     async def async_process(
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
@@ -124,51 +127,63 @@ class IgnoreUnwanted(AsyncMiddleware):
                 body.get("team_id"),
             )
             return BoltResponse(status=200, body="")
+        if body.get("type") == "block_actions":
+            return await self._press(req, next)
         event = body.get("event") if body.get("type") == "event_callback" else None
         if not isinstance(event, dict):
             return await next()
         if is_ignored(event, context.bot_user_id):
             return BoltResponse(status=200, body="")
-        context["question"] = question_from(event, context.bot_user_id)
-        context["change"] = change_from(event, context.bot_user_id)
+        event_id = body.get("event_id")
+        question = question_from(event, context.bot_user_id)
+        change = change_from(event, context.bot_user_id)
+        context["question"] = question
+        if question is not None:
+            context["job"] = question.job(event_id)
+        elif change is not None:
+            context["job"] = change.job(event_id)
+        return await next()
+
+    async def _press(self, req: AsyncBoltRequest, next: Next) -> BoltResponse | None:
+        actions = req.body.get("actions")
+        ours = isinstance(actions, list) and any(
+            isinstance(a, dict) and a.get("action_id") in BUTTONS for a in actions
+        )
+        if not ours:
+            return await next()
+        press = press_from(req.body, BUTTONS)
+        if press is None:
+            log.warning("ignored a press of the bot's button with a malformed payload")
+            return BoltResponse(status=200, body="")
+        req.context["job"] = press.job()
         return await next()
 
 
-class AnswerOnce(AsyncMiddleware):
-    """Claim a question in the database before the ack; a second delivery is acked and
-    dropped. A database failure answers 503, so Slack delivers the event again later."""
+class SubmitOnce(AsyncMiddleware):
+    """Submit the request's job before the ack; a second delivery is acked and dropped. A
+    database failure, or a process shutting down, answers 503: Slack delivers it again."""
 
-    def __init__(self, claims: SlackEvents, runner: TurnRunner) -> None:
-        self.claims = claims
-        self.runner = runner
+    def __init__(self, jobs: Jobs) -> None:
+        self.jobs = jobs
 
     async def async_process(
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
     ) -> BoltResponse | None:
-        question = req.context.get("question")
-        if not self.runner.accepting and (question or req.context.get("change")):
-            return BoltResponse(status=503, body="")  # shutting down: Slack delivers it again
-        if question is None:
+        job = req.context.get("job")
+        if job is None:
             return await next()
-        event_id = req.body.get("event_id")
         try:
-            claimed = await self.claims.claim(
-                question.channel, question.ts, event_id, question.to_dict()
-            )
-        except (SQLAlchemyError, OSError) as exc:
+            submitted = await self.jobs.submit(job)
+        except ShuttingDown:
+            return BoltResponse(status=503, body="")
+        except StoreError as exc:
             log.warning(
-                "could not claim %s in %s (%s): answering 503 for a later retry",
-                question.ts,
-                question.channel,
-                type(exc).__name__,
+                "could not take %s in %s on (%s): answering 503 for a later retry",
+                job.key,
+                job.channel,
+                exc,
             )
             return BoltResponse(status=503, body="")
-        if not claimed:
-            log.info(
-                "skipped a second delivery of %s in %s (event %s)",
-                question.ts,
-                question.channel,
-                event_id,
-            )
+        if not submitted:
             return BoltResponse(status=200, body="")
         return await next()

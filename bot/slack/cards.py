@@ -37,13 +37,6 @@ Blocks = list[dict[str, Any]]
 Describe = Callable[[ToolCall], str]
 
 
-def pending_calls(turn: TurnRecord, writes: Callable[[str], bool]) -> list[ToolCall]:
-    """The writing calls a paused turn waits on (from its stored state)."""
-    pending = (turn.state or {}).get("pending") or {}
-    calls = [ToolCall.from_dict(c) for c in pending.get("tool_calls") or []]
-    return [c for c in calls if writes(c.name)]
-
-
 def approval_card(
     turn: TurnRecord,
     calls: list[ToolCall],
@@ -55,7 +48,7 @@ def approval_card(
     """(fallback text, blocks) of the card; ``settled`` (who decided, or that it expired)
     replaces the buttons."""
     steps = [describe(call) for call in calls]
-    text = "Approval needed: " + "; ".join(steps)
+    text = "Approval needed: " + "; ".join(_safe(step) for step in steps)
     blocks: Blocks = [_section("*I'd like to do this. Shall I go ahead?*")]
     for call, step in zip(calls, steps, strict=True):
         fields = _fields(call, turn.user_id, default_project)

@@ -1,29 +1,31 @@
-"""Delivery: one stretch of a turn (a question, or a paused turn going on) as the thread
+"""Delivery: one stretch of a turn (a question, or a stopped turn going on) as the thread
 sees it: the steps live while it runs, then the answer, an approval card for a write the
-model asked for, or a Continue button when the round cap cut it short."""
+model asked for, or a Continue button when the round cap cut it short.
+
+Every post of a turn has an id derived from the turn (see Poster): a stretch resumed by
+another process (``resumed``) looks for them in the thread first, so none shows twice.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
 
-from sqlalchemy.exc import SQLAlchemyError
-
-from bot.agent.loop import PAUSE, Approver, Decision
-from bot.agent.service import Conversations, Reply
+from bot.agent.conversations import Conversations, Reply
+from bot.agent.loop import PAUSE, Approver, TextSink
 from bot.config import Settings
-from bot.messages import ToolCall, TurnRecord
-from bot.slack.cards import approval_card, continue_message, pending_calls
+from bot.messages import Decision, Outcome, ToolCall, TurnRecord
+from bot.slack.cards import approval_card, continue_message
 from bot.slack.events import Question, Thread
 from bot.slack.live import LiveStatus
-from bot.slack.replies import Replies
+from bot.slack.poster import Poster
 
 log = logging.getLogger(__name__)
 
 #: runs the turn with the live status as its progress (and text) sink
 Work = Callable[[LiveStatus], Awaitable[Reply | None]]
-#: records a stored reply before it is posted; False: the question is not ours any more
-Keep = Callable[[Reply], Awaitable[bool]]
+#: told the ts of the live message once it is posted
+Posted = Callable[[str], Awaitable[None]]
 TITLE_MAX = 60
 EXPIRED = "This request expired, so nothing was done. Ask again if it is still needed."
 
@@ -33,63 +35,45 @@ async def _ask_a_person(call: ToolCall) -> Decision:
 
 
 class Delivery:
-    def __init__(self, conversations: Conversations, replies: Replies, settings: Settings):
+    def __init__(self, conversations: Conversations, poster: Poster, settings: Settings):
         self.conversations = conversations
-        self.store = conversations.store
-        self.replies = replies
+        self.poster = poster
         self.settings = settings
-        self.registry = conversations.loop.registry
         #: asked before each write: with WRITE_APPROVAL the turn pauses for a person
         self.approver: Approver | None = _ask_a_person if settings.WRITE_APPROVAL else None
 
     async def working(self, question: Question) -> None:
-        await self.replies.working(question)
+        await self.poster.working(question)
         if question.pane:
             title = " ".join(question.incoming.text.split())
-            await self.replies.title(question.thread, title[:TITLE_MAX] or "New chat")
-
-    async def finished(self, question: Question) -> None:
-        await self.replies.finished(question)
-
-    async def failed(self, question: Question) -> None:
-        await self.replies.failed(question.thread)
-
-    async def learn_channel_name(self, channel: str) -> None:
-        """Store the channel's name for the admin pages, when Slack tells it."""
-        name = await self.replies.channel_name(channel)
-        if name is None:
-            return
-        try:
-            await self.store.set_channel_name(channel, name)
-        except (SQLAlchemyError, OSError):
-            log.warning("could not store the name of %s", channel)
+            await self.poster.title(question.thread, title[:TITLE_MAX] or "New chat")
 
     async def answer(
-        self, question: Question, keep: Keep, begun: Callable[[], None] | None = None
+        self, question: Question, *, resumed: bool = False, on_posted: Posted | None = None
     ) -> bool:
-        """Answer a question; whether its turn was stored (and its reply posted). ``keep``
-        gets the stored reply before it is posted, so that another process can post it
-        should this one die; when it says the question was taken over meanwhile, the
-        process that took it answers, and nothing is posted here. ``begun`` is called once
-        the turn has begun, just before the model is asked."""
+        """Answer a question; whether its turn was stored (and its reply posted)."""
 
-        async def work(live: LiveStatus) -> Reply | None:
-            reply = await self.conversations.handle(
+        async def work(live: LiveStatus) -> Reply:
+            return await self.conversations.handle(
                 question.incoming,
                 approver=self.approver,
                 on_progress=live.steps,
-                on_text=live.text if self.settings.STREAM_ANSWERS else None,
-                on_begun=begun,
+                on_text=self._streamed(live),
+                resumed=resumed,
             )
-            if reply.turn_id is not None and not await keep(reply):
-                return None
-            return reply
 
-        reply = await self.run(question.thread, work, pane=question.pane)
+        reply = await self.run(
+            question.thread, work, pane=question.pane, resumed=resumed, on_posted=on_posted
+        )
         return reply is not None and reply.turn_id is not None
 
     async def resume(
-        self, thread: Thread, turn_id: int, decisions: dict[str, Decision] | None = None
+        self,
+        thread: Thread,
+        turn_id: int,
+        decisions: dict[str, Decision] | None = None,
+        *,
+        resumed: bool = False,
     ) -> Reply | None:
         """Go on with a stopped turn (None: someone else already did)."""
 
@@ -99,13 +83,24 @@ class Delivery:
                 decisions,
                 approver=self.approver,
                 on_progress=live.steps,
-                on_text=live.text if self.settings.STREAM_ANSWERS else None,
+                on_text=self._streamed(live),
+                resumed=resumed,
             )
 
-        return await self.run(thread, work)
+        return await self.run(thread, work, resumed=resumed)
 
-    async def run(self, thread: Thread, work: Work, *, pane: bool = False) -> Reply | None:
-        live = LiveStatus(self.replies, thread, self.registry.describe, pane=pane)
+    async def run(
+        self,
+        thread: Thread,
+        work: Work,
+        *,
+        pane: bool = False,
+        resumed: bool = False,
+        on_posted: Posted | None = None,
+    ) -> Reply | None:
+        live = LiveStatus(
+            self.poster, thread, self.conversations.describe, pane=pane, on_posted=on_posted
+        )
         reply = None
         try:
             reply = await work(live)
@@ -113,47 +108,67 @@ class Delivery:
             streamed = await live.close(keep=reply is not None and reply.ok)
         try:
             if reply is not None:
-                await self.post_reply(thread, reply, into=streamed)
+                await self.post_reply(thread, reply, into=streamed, look_first=resumed)
         finally:
             # after the answer: what the person waits for goes out first
             await live.clear()
         return reply
 
-    async def post_reply(self, thread: Thread, reply: Reply, into: str | None = None) -> None:
+    def _streamed(self, live: LiveStatus) -> TextSink | None:
+        return live.text if self.settings.STREAM_ANSWERS else None
+
+    async def post_reply(
+        self, thread: Thread, reply: Reply, into: str | None = None, *, look_first: bool = False
+    ) -> None:
         """What the thread gets of a stretch that ended: the answer (``into`` the streamed
         message, if any), an approval card, or the answer and a Continue button after the
         round cap; nothing for an approval that expired."""
-        if reply.outcome == "expired":
+        if reply.outcome == Outcome.EXPIRED:
             return
-        if reply.outcome == "awaiting_approval" and reply.turn_id is not None:
-            await self.ask_approval(thread, reply.turn_id)
+        stopped = reply.outcome in (Outcome.AWAITING_APPROVAL, Outcome.MAX_ROUNDS)
+        turn = await self.conversations.turn(reply.turn_id) if stopped and reply.turn_id else None
+        if reply.outcome == Outcome.AWAITING_APPROVAL and turn is not None:
+            text, blocks = self.card(turn)
+            await self._show_card(thread, turn, text, blocks, "card", look_first)
             return
-        await self.replies.answer(thread, reply, into=into)
-        if reply.outcome == "max_rounds" and reply.turn_id is not None:
-            turn = await self.store.turn(reply.turn_id)
-            text, blocks = continue_message(reply.turn_id, turn.rounds if turn else 0)
-            await self.replies.post(thread, text, blocks)
+        post_id = f"turn-{reply.turn_id}-{reply.rounds}" if reply.turn_id else None
+        await self.poster.answer(thread, reply, into=into, post_id=post_id, look_first=look_first)
+        if reply.outcome == Outcome.MAX_ROUNDS and turn is not None:
+            text, blocks = continue_message(turn.id or 0, turn.rounds)
+            await self._show_card(thread, turn, text, blocks, "continue", look_first)
 
     def card(self, turn: TurnRecord, settled: str | None = None) -> tuple[str, list]:  # type: ignore[type-arg]
-        calls = pending_calls(turn, self.registry.writes)
-        default = self.settings.JIRA_PROJECT
-        return approval_card(
-            turn, calls, self.registry.describe, default_project=default, settled=settled
-        )
+        calls = self.conversations.pending_writes(turn)
+        describe, default = self.conversations.describe, self.settings.JIRA_PROJECT
+        return approval_card(turn, calls, describe, default_project=default, settled=settled)
 
-    async def ask_approval(self, thread: Thread, turn_id: int) -> None:
-        """Post the card and remember where it is (the sweeper updates it on expiry)."""
-        turn = await self.store.turn(turn_id)
-        if turn is None:
+    async def settle(self, turn: TurnRecord, settled: str) -> None:
+        """The turn's card (the one recorded, never another message) without its buttons,
+        saying what became of it."""
+        card = turn.state.card
+        if card is None:
             return
-        text, blocks = self.card(turn)
-        ts = await self.replies.post(thread, text, blocks)
+        text, blocks = self.card(turn, settled)
+        await self.poster.update(card["channel"], card["ts"], text, blocks)
+
+    async def _show_card(
+        self,
+        thread: Thread,
+        turn: TurnRecord,
+        text: str,
+        blocks: list,
+        kind: str,
+        look_first: bool,  # type: ignore[type-arg]
+    ) -> None:
+        """Post the turn's buttons and record where they are (the only message a press may
+        edit for the turn)."""
+        assert turn.id is not None
+        post_id = f"turn-{turn.id}-{turn.rounds}-{kind}"
+        ts = await self.poster.post(thread, text, blocks, post_id=post_id, look_first=look_first)
         if ts is None:
-            log.warning("could not post the approval card of turn %s", turn_id)
+            log.warning("could not post the %s of turn %s", kind, turn.id)
             return
-        card = {"channel": thread.channel, "ts": ts, "thread_ts": thread.thread_ts}
-        await self.store.update_turn_state(turn_id, {"card": card})
-        turn = await self.store.turn(turn_id)
-        if turn is not None and turn.outcome == "expired":  # swept before the card was up
-            text, blocks = self.card(turn, f":hourglass: {EXPIRED}")
-            await self.replies.update(thread.channel, ts, text, blocks)
+        card = {"channel": thread.channel, "ts": ts, "thread_ts": thread.thread_ts or ""}
+        shown = await self.conversations.show_card(turn.id, card)
+        if shown is not None and shown.outcome == Outcome.EXPIRED:  # swept before it was up
+            await self.settle(shown, f":hourglass: {EXPIRED}")

@@ -9,14 +9,21 @@ and never stored: bots (the bot itself included), subtypes other than a plain me
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from bot.agent.service import Incoming
+from bot.agent.conversations import Incoming
+from bot.jobs import Job
 
 #: a person's message with an attachment still asks something; other subtypes never do
 ANSWERED_SUBTYPES = frozenset({None, "file_share"})
+#: the kinds of the bot's jobs (bot.jobs), and what each one's payload holds
+QUESTION, CHANGE, PRESS = "question", "change", "press"
+#: a turn id fits a BIGINT
+TURN_ID_DIGITS = 18
+_TS = re.compile(r"^[0-9]{1,12}\.[0-9]{1,9}$")
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,9 @@ class Question:
         incoming = Incoming(data["channel"], data["text"], data["user"], data["ts"])
         return cls(incoming, data["thread_ts"], pane=data["pane"])
 
+    def job(self, event_id: str | None) -> Job:
+        return Job(self.channel, self.ts, QUESTION, self.to_dict(), event_id)
+
 
 def question_from(event: dict[str, Any], bot_user_id: str | None) -> Question | None:
     """The question in an ``app_mention`` or ``message`` event, or None when it is ignored."""
@@ -97,6 +107,9 @@ class Deletion:
     ts: str
     event_ts: str
 
+    def job(self, event_id: str | None) -> Job:
+        return Job(self.channel, self.event_ts, CHANGE, dataclasses.asdict(self), event_id)
+
 
 def deleted_message(event: dict[str, Any], bot_user_id: str | None) -> Deletion | None:
     """The message a ``message_deleted`` event removes, unless it was a bot's (the bot's
@@ -121,6 +134,9 @@ class Edit:
     ts: str
     text: str
     event_ts: str
+
+    def job(self, event_id: str | None) -> Job:
+        return Job(self.channel, self.event_ts, CHANGE, dataclasses.asdict(self), event_id)
 
 
 def edited_message(event: dict[str, Any], bot_user_id: str | None) -> Edit | None:
@@ -152,29 +168,55 @@ def change_from(event: dict[str, Any], bot_user_id: str | None) -> Deletion | Ed
     return deleted_message(event, bot_user_id) or edited_message(event, bot_user_id)
 
 
+def change_of(payload: dict[str, Any]) -> Deletion | Edit:
+    """A change job's payload, back as the change."""
+    return Edit(**payload) if "text" in payload else Deletion(**payload)
+
+
 @dataclass(frozen=True)
 class Press:
-    """A button of the bot's pressed: ``action`` on turn ``turn_id`` by ``user``, on the
-    message ``message_ts`` (the card) in ``thread``."""
+    """A button of the bot's pressed: ``action`` on turn ``turn_id`` by ``user`` at
+    ``action_ts``, in ``channel``. Where the press says the button was (its message) is
+    not kept: only the card recorded for the turn is ever edited."""
 
     action: str
     turn_id: int
     user: str
-    thread: Thread
-    message_ts: str
+    channel: str
+    action_ts: str
+
+    def job(self) -> Job:
+        return Job(self.channel, self.action_ts, PRESS, dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Press:
+        return cls(**data)
 
 
-def press_from(body: dict[str, Any]) -> Press | None:
-    """The press in a ``block_actions`` request, or None when it is not one of ours."""
-    actions = body.get("actions") or [{}]
-    container = body.get("container") or {}
-    user = (body.get("user") or {}).get("id")
-    value, channel = actions[0].get("value") or "", container.get("channel_id")
-    message_ts = container.get("message_ts")
-    if not (value.isdigit() and user and channel and message_ts):
+def press_from(body: dict[str, Any], action_ids: frozenset[str]) -> Press | None:
+    """The press in a ``block_actions`` request of one of ``action_ids``, or None when a
+    field is missing or not what Slack sends (the caller logs it)."""
+    actions, container, user = body.get("actions"), body.get("container"), body.get("user")
+    if not (isinstance(actions, list) and actions and isinstance(actions[0], dict)):
         return None
-    thread = Thread(channel, container.get("thread_ts"))
-    return Press(actions[0].get("action_id", ""), int(value), user, thread, message_ts)
+    if not (isinstance(container, dict) and isinstance(user, dict)):
+        return None
+    action = actions[0]
+    action_id, value, action_ts = (
+        action.get("action_id"),
+        action.get("value"),
+        action.get("action_ts"),
+    )
+    user_id, channel = user.get("id"), container.get("channel_id")
+    if action_id not in action_ids or not all(
+        isinstance(x, str) and x for x in (value, action_ts, user_id, channel)
+    ):
+        return None
+    if not (value.isascii() and value.isdigit() and len(value) <= TURN_ID_DIGITS):
+        return None
+    if not _TS.match(action_ts):
+        return None
+    return Press(action_id, int(value), user_id, channel, action_ts)
 
 
 def is_ignored(event: dict[str, Any], bot_user_id: str | None) -> bool:

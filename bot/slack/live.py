@@ -5,19 +5,20 @@ as the model writes it, in one message of the thread that is posted at the first
 then edited; in the assistant pane the steps go to the pane's status line instead. Slack
 allows about one edit a second, so at most one goes out per ``interval``: newer text
 replaces what waits. At the end the message is handed over (a streamed answer becomes the
-answer) or, once the answer is up, deleted.
+answer) or, once the answer is up, deleted. The live message's ts is told to
+``on_posted`` as soon as it is known, so that whoever takes the turn over can clean it up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from bot.messages import ToolCall
 from bot.slack.events import Thread
-from bot.slack.format import format_answer
-from bot.slack.replies import Replies
+from bot.slack.format import escape, format_answer, neutralise_mentions
+from bot.slack.poster import Poster
 
 #: at most one edit of the live message (or status) a second
 UPDATE_INTERVAL_S = 1.0
@@ -26,14 +27,16 @@ UPDATE_INTERVAL_S = 1.0
 class LiveStatus:
     def __init__(
         self,
-        replies: Replies,
+        replies: Poster,
         thread: Thread,
         describe: Callable[[ToolCall], str],
         *,
         pane: bool = False,
         interval: float = UPDATE_INTERVAL_S,
+        on_posted: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.replies = replies
+        self.on_posted = on_posted
         self.thread = thread
         self.describe = describe
         self.pane = pane
@@ -51,8 +54,13 @@ class LiveStatus:
     async def steps(self, calls: Sequence[ToolCall]) -> None:
         """A ProgressSink: the round's calls are about to run."""
         self._streamed = ""  # text the model wrote before calling tools is not the answer
-        steps = "\n".join(f"{self.describe(call)}…" for call in calls)
-        self._want(steps if self.pane else f"_{steps}_", status=self.pane)
+        steps = [self.describe(call) for call in calls]
+        if self.pane:  # the status line is plain text: it neither pings nor links
+            self._want("\n".join(f"{step}…" for step in steps), status=True)
+            return
+        # in a message, the descriptions (the model's arguments) are escaped as model text
+        shown = "\n".join(f"{neutralise_mentions(escape(step))}…" for step in steps)
+        self._want(f"_{shown}_", status=False)
 
     async def text(self, piece: str) -> None:
         """A TextSink: the answer so far, as it will look (mrkdwn)."""
@@ -105,6 +113,8 @@ class LiveStatus:
                 await self.replies.status(self.thread, text)
             elif self.ts is None:
                 self.ts = await self.replies.post(self.thread, text)
+                if self.ts is not None and self.on_posted is not None:
+                    await self.on_posted(self.ts)
             else:
                 await self.replies.update(self.thread.channel, self.ts, text)
         # what came in meanwhile goes out one interval later

@@ -1,14 +1,16 @@
-"""SlackRuntime: the Slack side of a running bot, started and stopped as one.
+"""SlackRuntime: the Slack side of a running bot, started and stopped as one; the one
+entry point of bot.slack for the rest of the bot.
 
 Start: one HTTP connection pool, ``auth.test`` (a bad token fails here, in one line), the
-turn runner, the sweeper (of expired approval requests, and of the questions of processes
-that died), the Bolt app, and in Socket Mode the websocket. Stop: no new events (the
-websocket closes; HTTP stops accepting before this) and nothing more taken over, the turns
-in flight get ``drain_s`` to finish, then the pool closes.
+worker and the jobs it does (those left to take over first), the sweep of expired approval
+requests, the Bolt app, and in Socket Mode the websocket. Stop: no new events (the
+websocket closes; HTTP stops accepting before this) and nothing more taken over, the jobs
+in hand get ``drain_s`` to finish, then the pool closes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -20,18 +22,16 @@ from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
-from sqlalchemy.ext.asyncio import AsyncEngine
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from bot.config import Settings
-from bot.errors import BotError, SettingsError
+from bot.errors import BotError, SettingsError, StoreError
 from bot.slack.app import build_slack_app, web_client
+from bot.slack.approvals import Approvals
 from bot.slack.delivery import Delivery
-from bot.slack.presses import Presses
-from bot.slack.replies import Replies
-from bot.slack.sweeper import Sweeper
-from bot.slack.turns import TurnRunner
-from bot.store.db import create_engine
-from bot.store.events import SlackEvents
+from bot.slack.poster import Poster
+from bot.slack.worker import Worker
 from bot.wiring import Services
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,9 @@ log = logging.getLogger(__name__)
 DRAIN_S = 30.0
 #: Socket Mode's ping interval, seconds
 SOCKET_PING_S = 5
+#: look for expired approval requests at least this often (and more often for a short
+#: timeout, so that one expires on time)
+EXPIRE_EVERY_S = 60.0
 _TOKEN_HINTS = {
     "SLACK_BOT_TOKEN": "the bot token from your Slack app's OAuth page (xoxb-...)",
     "SLACK_APP_TOKEN": "an app-level token with connections:write (xapp-...)",
@@ -47,7 +50,7 @@ _TOKEN_HINTS = {
 
 
 class SlackRuntime:
-    """Start, serve, stop. ``http`` handles POST /slack/events in HTTP mode."""
+    """Start, serve, stop; ``handle_http`` serves POST /slack/events in HTTP mode."""
 
     def __init__(self, settings: Settings, services: Services, *, socket_mode: bool) -> None:
         settings.require("SLACK_BOT_TOKEN")
@@ -56,33 +59,41 @@ class SlackRuntime:
         self.services = services
         self.socket_mode = socket_mode
         self.app: AsyncApp | None = None
-        self.runner: TurnRunner | None = None
-        #: the POST /slack/events handler (HTTP mode, once started)
-        self.http: AsyncSlackRequestHandler | None = None
+        self.worker: Worker | None = None
+        self._http: AsyncSlackRequestHandler | None = None
         self._socket: AsyncSocketModeHandler | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._claims_engine: AsyncEngine | None = None
-        self._sweeper: Sweeper | None = None
+        self._expiry: asyncio.Task[None] | None = None
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs in hand (being done, or waiting for their channel)."""
+        return self.services.jobs.in_flight
+
+    async def handle_http(self, request: Request) -> Response:
+        """POST /slack/events (HTTP mode)."""
+        if self._http is None:  # not started yet
+            return JSONResponse({"error": "starting"}, status_code=503)
+        return await self._http.handle(request)
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession()
         client = web_client(self.settings, self._session)
         identity = await self._identify(client)
-        # a pool of its own: acknowledgements never wait for a connection the turns hold
-        self._claims_engine = create_engine(self.settings.DATABASE_URL)
-        claims = SlackEvents(self._claims_engine)
-        delivery = Delivery(self.services.conversations, Replies(client), self.settings)
-        presses = Presses(delivery, self.settings.ADMIN_SLACK_USERS)
-        self.runner = TurnRunner(delivery, presses, claims)
-        self.runner.start()
-        self._sweeper = Sweeper(self.runner, self.settings.APPROVAL_TIMEOUT_S)
-        self._sweeper.start()
+        conversations = self.services.conversations
+        delivery = Delivery(conversations, Poster(client), self.settings)
+        approvals = Approvals(delivery, self.settings.ADMIN_SLACK_USERS)
+        jobs = self.services.jobs
+        self.worker = Worker(delivery, approvals, self.services.sessions, jobs)
+        await jobs.start(self.worker)
+        every = min(EXPIRE_EVERY_S, max(self.settings.APPROVAL_TIMEOUT_S / 4, 0.1))
+        self._expiry = asyncio.create_task(_repeat(approvals.expire, every))
         self.app = build_slack_app(
             client=client,
             identity=identity,
             signing_secret=None if self.socket_mode else self.settings.SLACK_SIGNING_SECRET,
-            runner=self.runner,
-            claims=claims,
+            worker=self.worker,
+            jobs=jobs,
         )
         if self.socket_mode:
             # Bolt's default ping is every 10 s: a connection that stopped answering would be
@@ -95,7 +106,7 @@ class SlackRuntime:
             self._socket.client.wss_uri = await self._socket_url(client)
             await self._socket.connect_async()
         else:
-            self.http = AsyncSlackRequestHandler(self.app)
+            self._http = AsyncSlackRequestHandler(self.app)
         log.info(
             "Slack connected as %s in %s via %s",
             identity.bot_user_id,
@@ -106,14 +117,14 @@ class SlackRuntime:
     async def stop(self, drain_s: float = DRAIN_S) -> None:
         if self._socket is not None:
             await self._socket.close_async()
-        if self._sweeper is not None:
-            await self._sweeper.stop()
-        if self.runner is not None:
-            await self.runner.close(drain_s)
+        if self._expiry is not None:
+            self._expiry.cancel()
+            await asyncio.gather(self._expiry, return_exceptions=True)
+        if self.worker is not None:
+            await self.services.jobs.close(drain_s)
+            await self.worker.close()
         if self._session is not None:
             await self._session.close()
-        if self._claims_engine is not None:
-            await self._claims_engine.dispose()
 
     async def _identify(self, client: AsyncWebClient) -> AuthorizeResult:
         async with self._refusals("SLACK_BOT_TOKEN"):
@@ -144,3 +155,12 @@ class SlackRuntime:
                 f"cannot reach Slack at SLACK_API_URL ({type(exc).__name__}); check the "
                 "network and the URL"
             ) from None
+
+
+async def _repeat(sweep, every_s: float) -> None:  # type: ignore[no-untyped-def]
+    while True:
+        try:
+            await sweep()
+        except StoreError as exc:
+            log.warning("could not look for expired approval requests (%s)", exc)
+        await asyncio.sleep(every_s)

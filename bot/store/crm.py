@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, or_, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from bot.store.crm_import import CrmImportError, ImportSummary, import_csv
-from bot.store.db import read_only, sessionmaker
+from bot.store.db import Engines
 from bot.store.models import AccountRow, ContactRow
 
 __all__ = ["CrmImportError", "CrmStore", "ImportSummary"]
@@ -24,9 +24,10 @@ class CrmStore:
     searched fields (case-insensitive): a contact's name, email or account name; an account's
     name, industry or owner. An empty query matches every record."""
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        self._writes = sessionmaker(engine)
-        self._reads = sessionmaker(read_only(engine))
+    def __init__(self, engines: Engines | AsyncEngine) -> None:
+        engines = Engines.of(engines)
+        self._writes = async_sessionmaker(engines.writes, expire_on_commit=False)
+        self._reads = async_sessionmaker(engines.reads, expire_on_commit=False)
 
     async def find_contacts(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Up to ``limit`` contacts matching ``query``, ordered by name; none for no words."""

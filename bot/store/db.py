@@ -1,91 +1,134 @@
-"""The async engine for DATABASE_URL, with each backend's settings for safe concurrency."""
+"""The async engines for DATABASE_URL, each backend set up for safe concurrency, and the
+one error every store raises (StoreError).
+
+SQLite (aiosqlite, as SQLAlchemy documents it): WAL, so readers and the writer do not wait
+for one another; a busy timeout, so a writer waits for another process's write lock; and
+``BEGIN IMMEDIATE`` (SQLAlchemy's recipe for pysqlite transactions), so a transaction
+takes the write lock at its start instead of failing when it upgrades from reading. The
+writes of a process take turns on one connection (SQLite has one writer: queueing on the
+pool costs nothing, waiting in SQLite's busy handler sleeps); reads have a pool of their
+own that begins deferred, so a health check never waits behind a write.
+
+PostgreSQL (asyncpg): one pool. A connection broken by a server restart fails the statement
+under way; SQLAlchemy then recycles the whole pool, so the next transaction connects anew.
+"""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
 from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import AsyncAdaptedQueuePool
 
 from bot.config import async_database_url
-from bot.store import sqlite_driver
+from bot.errors import StoreError
 
-#: how long SQLite waits for another writer before "database is locked"
+#: how long SQLite waits for another process's write lock before "database is locked"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+#: connections for reading SQLite (WAL readers run side by side)
+SQLITE_READERS = 4
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Engines:
+    """The engine a store writes with and the one it reads with (the same on PostgreSQL)."""
+
+    writes: AsyncEngine
+    reads: AsyncEngine
+
+    @classmethod
+    def of(cls, engines: Engines | AsyncEngine) -> Engines:
+        """``engines``, or one engine for both reading and writing."""
+        return engines if isinstance(engines, Engines) else cls(engines, engines)
+
+    @property
+    def dialect(self) -> str:
+        return self.writes.dialect.name
+
+    async def dispose(self) -> None:
+        await self.writes.dispose()
+        if self.reads is not self.writes:
+            await self.reads.dispose()
+
+
+def create_engines(database_url: str) -> Engines:
+    """The engines for ``sqlite:///...`` or ``postgresql://...`` (the async driver is chosen)."""
+    url = async_database_url(database_url)
+    if not url.startswith("sqlite"):
+        engine = create_async_engine(url, pool_size=10, max_overflow=20)
+        return Engines(engine, engine)
+    # a queue is asked for by name: older SQLAlchemy gave file databases no pool
+    pooled = {"poolclass": AsyncAdaptedQueuePool, "max_overflow": 0}
+    # a writer in line waits out at most the one ahead of it waiting for another process
+    wait_s = 2 * SQLITE_BUSY_TIMEOUT_MS / 1000
+    writes = create_async_engine(url, pool_size=1, pool_timeout=wait_s, **pooled)
+    reads = create_async_engine(url, pool_size=SQLITE_READERS, pool_timeout=wait_s, **pooled)
+    for engine, begin in ((writes, "BEGIN IMMEDIATE"), (reads, "BEGIN")):
+        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        event.listen(engine.sync_engine, "begin", functools.partial(_sqlite_begin, begin))
+    return Engines(writes, reads)
 
 
 def create_engine(database_url: str) -> AsyncEngine:
-    """An engine for ``sqlite:///...`` or ``postgresql://...`` (the async driver is chosen)."""
-    url = async_database_url(database_url)
-    if url.startswith("sqlite"):
-        # a few connections: the process's transactions take turns anyway (see
-        # sqlite_driver), but a pool of one hands its connection on once per turn of the
-        # event loop, which under load is what a turn's statements would wait for
-        engine = create_async_engine(
-            url,
-            async_creator=sqlite_driver.connector(url, SQLITE_BUSY_TIMEOUT_MS / 1000),
-            pool_size=4,
-            max_overflow=0,
-            pool_timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
-        )
-        event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-        event.listen(engine.sync_engine, "begin", _sqlite_begin)
-        event.listen(engine.sync_engine, "before_cursor_execute", _sqlite_where_to_run)
-        return engine
-    # pre-ping: a restarted PostgreSQL costs one failed check, not a failed turn
-    return create_async_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    """One engine for both reading and writing (tests, migrations, tools that read)."""
+    return create_engines(database_url).writes
 
 
-def sessionmaker(engine: AsyncEngine) -> async_sessionmaker:
-    return async_sessionmaker(engine, expire_on_commit=False)
-
-
-def autocommit(engine: AsyncEngine) -> AsyncEngine:
-    """The engine for single statements that need no BEGIN and COMMIT round trips."""
-    return engine.execution_options(isolation_level="AUTOCOMMIT")
-
-
-def read_only(engine: AsyncEngine) -> AsyncEngine:
-    """The engine for transactions that only read. On SQLite they begin deferred and take
-    no turn among the process's writers: in WAL mode a reader neither waits for a writer
-    nor holds one up (else a health check, or an admin page's scan, would stop every turn's
-    writes while it runs)."""
-    return engine.execution_options(sqlite_read_only=True)
-
-
-def on_loop(engine: AsyncEngine) -> AsyncEngine:
-    """The engine for a turn's own short statements (indexed reads and writes of a few
-    rows): on SQLite they run on the event loop's thread, not in a trip to SQLite's (see
-    ``sqlite_driver``). Scans and bulk work keep to ``engine``."""
-    return engine.execution_options(sqlite_on_loop=True)
-
-
-def insert_for(engine: AsyncEngine):  # type: ignore[no-untyped-def]
+def insert_for(dialect: str):  # type: ignore[no-untyped-def]
     """The backend's INSERT, which has ON CONFLICT (DO NOTHING / DO UPDATE)."""
-    return (postgresql if engine.dialect.name == "postgresql" else sqlite).insert
+    return (postgresql if dialect == "postgresql" else sqlite).insert
+
+
+def store_errors(method: F) -> F:
+    """Turn the database's failures in ``method`` (async) into StoreError, the one error
+    the stores raise: callers never need to know SQLAlchemy."""
+    if inspect.isasyncgenfunction(method):
+
+        @functools.wraps(method)
+        async def generator(*args: Any, **kwargs: Any) -> Any:
+            try:
+                async for item in method(*args, **kwargs):
+                    yield item
+            except (SQLAlchemyError, OSError) as exc:
+                raise StoreError(_reason(exc)) from exc
+
+        return generator  # type: ignore[return-value]
+
+    @functools.wraps(method)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await method(*args, **kwargs)
+        except (SQLAlchemyError, OSError) as exc:
+            raise StoreError(_reason(exc)) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _reason(exc: BaseException) -> str:
+    original = getattr(exc, "orig", None) or exc
+    text = str(original).splitlines()[0] if str(original) else type(original).__name__
+    return f"the database failed ({text[:200]})"
 
 
 def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
-    # WAL lets readers and one writer work at once (a writer waits for another: see
-    # sqlite_driver)
-    dbapi_connection.isolation_level = None  # we issue BEGIN ourselves (see below)
+    # the driver's own transaction handling off: the "begin" listener issues BEGIN
+    dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
     cursor.close()
 
 
-def _sqlite_begin(connection) -> None:  # type: ignore[no-untyped-def]
-    # BEGIN IMMEDIATE takes the write lock up front, so a transaction waits for another's
-    # at its start, instead of a deferred one failing with "database is locked" when it
-    # upgrades; one that only reads needs no lock (see read_only)
-    driver = connection.connection.driver_connection
-    if connection.get_execution_options().get("sqlite_read_only", False):
-        driver.begin_with_next_statement("BEGIN", writes=False)
-    else:
-        driver.begin_with_next_statement("BEGIN IMMEDIATE")
-
-
-def _sqlite_where_to_run(connection, _cursor, _statement, _parameters, context, _many) -> None:  # type: ignore[no-untyped-def]
-    driver = connection.connection.driver_connection
-    driver.on_loop = context.execution_options.get("sqlite_on_loop", False)
+def _sqlite_begin(statement: str, connection) -> None:  # type: ignore[no-untyped-def]
+    connection.exec_driver_sql(statement)

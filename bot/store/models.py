@@ -8,7 +8,6 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
-    Boolean,
     DateTime,
     ForeignKey,
     Index,
@@ -46,7 +45,7 @@ class TurnRow(Base):
     model: Mapped[str | None] = mapped_column(String(100))
     api_mode: Mapped[str | None] = mapped_column(String(16))
     error: Mapped[str | None] = mapped_column(Text)
-    #: a paused turn's resumable state (e.g. waiting for approval); null otherwise
+    #: a stopped turn's state (bot.messages.TurnState); null otherwise
     state: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
@@ -54,6 +53,7 @@ class TurnRow(Base):
     __table_args__ = (
         Index("ix_turns_channel_id", "channel_id", "id"),
         Index("ix_turns_outcome_channel", "outcome", "channel_id"),
+        Index("ix_turns_channel_ts", "channel_id", "slack_ts"),
     )
 
 
@@ -86,27 +86,6 @@ class MessageRow(Base):
     )
 
 
-class ChannelTicket(Base):
-    """A place in a channel's queue. The live ticket that comes first by (order_key, id)
-    takes the channel when no other ticket holds it.
-
-    Tickets are rows rather than held connections or session advisory locks, so waiting
-    turns cost no connection, the order is the messages' Slack order across processes, and
-    a crashed holder's ticket simply expires.
-    """
-
-    __tablename__ = "channel_tickets"
-
-    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
-    channel_id: Mapped[str] = mapped_column(String(64))
-    #: the message's Slack ts (or the arrival time in the same format)
-    order_key: Mapped[str] = mapped_column(String(32))
-    holding: Mapped[bool] = mapped_column(Boolean, default=False)
-    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-
-    __table_args__ = (Index("ix_channel_tickets_channel", "channel_id", "id"),)
-
-
 class ChannelRow(Base):
     """What is known of a channel besides its messages (its name, when Slack tells)."""
 
@@ -117,28 +96,43 @@ class ChannelRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-class SlackEventRow(Base):
-    """A Slack message the bot has taken on, keyed by (channel, ts): deliveries of the
-    same message (retries, other processes, app_mention + message) find it here, and so
-    does any process taking over from a holder that died."""
+class InboxRow(Base):
+    """A job of a channel (a Slack message to answer, an edit or deletion to follow, a
+    button pressed), keyed by (channel, key): a second delivery meets the first here. Owned
+    by bot.jobs: its holder renews the lease; another process takes a job over once the
+    lease ran out. ``key`` (a Slack ts) is also the job's place in its channel's order."""
 
-    __tablename__ = "slack_events"
+    __tablename__ = "inbox"
 
     channel_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    message_ts: Mapped[str] = mapped_column(String(32), primary_key=True)
+    key: Mapped[str] = mapped_column(String(32), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
     event_id: Mapped[str | None] = mapped_column(String(64))
+    #: what doing the job needs, as the shell wrote it (None: SQL NULL, not JSON null)
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    #: what its holder recorded while doing it, for whoever takes it over
+    notes: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    #: queued (to do or being done), done, failed (a Slack retry may do it again)
     status: Mapped[str] = mapped_column(String(16))
-    #: the process working on it (see SlackEvents.holder)
+    #: the process doing it (see bot.jobs)
     holder: Mapped[str | None] = mapped_column(String(64))
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    #: what answering it needs, as the shell wrote it (None: SQL NULL, not JSON null)
-    question: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
-    #: the stored turn's reply, as the shell wrote it, until it is posted
-    reply: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
-    __table_args__ = (Index("ix_slack_events_lease_until", "lease_until"),)
+    __table_args__ = (Index("ix_inbox_status_lease", "status", "lease_until"),)
+
+
+class ChannelHoldRow(Base):
+    """PostgreSQL: which job holds a channel, across processes. Owned by bot.jobs; a row
+    per held channel, so taking one is one conditional upsert (the row is the mutex)."""
+
+    __tablename__ = "channel_holds"
+
+    channel_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    holder: Mapped[str] = mapped_column(String(64))
+    key: Mapped[str] = mapped_column(String(64))
+    lease_until: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class AccountRow(Base):

@@ -2,7 +2,8 @@
 
 The registry derives the JSON schema from the type hints, validates the model's
 arguments against it, enforces a time limit and turns every failure into an
-``{"error": ...}`` result: ``run()`` never raises.
+``{"error": ...}`` result: ``run()`` never raises. A tool known only by a JSON schema (an
+MCP server's) is registered with ``add_schema`` and validated against that schema.
 
 A tool that writes (``writes=True``) may take a keyword-only ``marker`` argument: the
 call's idempotency marker (``ToolCall.marker``), which it puts on what it creates. Its
@@ -18,16 +19,16 @@ import functools
 import inspect
 import json
 import logging
-import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel
 
 from bot.errors import ToolError
 from bot.messages import ToolCall, ToolSpec
+from bot.tools.schema import MARKER_ARGUMENT, SchemaArguments, describe_function
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,9 @@ log = logging.getLogger(__name__)
 MAX_RESULT_CHARS = 16_000
 
 _TOOL_MARK = "__bot_tool__"
+
+#: the source of a tool that belongs to no service (``bot tools`` shows it)
+BUILT_IN = "built in"
 
 
 @dataclass(frozen=True)
@@ -45,9 +49,6 @@ class _ToolOptions:
     progress: str | None = None
     lookup: str | Callable[..., Any] | None = None
 
-
-#: the keyword-only argument through which a writing tool receives its call's marker
-MARKER_ARGUMENT = "marker"
 
 NOT_REPEATED = (
     "The bot was restarted while '{name}' was running, so it cannot tell whether it was "
@@ -78,17 +79,29 @@ def tool(
     return mark(fn) if fn is not None else mark
 
 
+class Arguments(Protocol):
+    """What a tool's arguments must be: ``schema`` for the model, ``validate`` for a call."""
+
+    schema: dict[str, Any]
+
+    def validate(self, raw: dict[str, Any], tool: str) -> dict[str, Any]:
+        """The keyword arguments for the tool; ToolError saying what is wrong."""
+        ...
+
+
 @dataclass(frozen=True)
 class Tool:
     name: str
     description: str
     function: Callable[..., Any]
-    arguments: type[BaseModel]
+    arguments: Arguments
     writes: bool
     timeout: float | None
     progress: str | None = None
     #: a writing tool's way of finding what a call with a given marker created
     lookup: Callable[..., Any] | None = None
+    #: where it comes from, for people: "built in", "Jira", "CRM", an MCP server's name
+    source: str = BUILT_IN
 
     @property
     def takes_marker(self) -> bool:
@@ -97,11 +110,23 @@ class Tool:
 
     @functools.cached_property
     def spec(self) -> ToolSpec:  # built once: every request of every turn sends it
-        schema = self.arguments.model_json_schema()
-        schema.pop("title", None)
-        for prop in schema.get("properties", {}).values():
-            prop.pop("title", None)
-        return ToolSpec(self.name, self.description, schema)
+        return ToolSpec(self.name, self.description, self.arguments.schema)
+
+
+class ToolSource(Protocol):
+    """Tools that arrive after start-up (an MCP server's): the registry starts the source
+    in the event loop that first uses it, can wait for it, and closes it."""
+
+    def start(self) -> None:
+        """Begin connecting in the background; called in a running event loop."""
+        ...
+
+    async def ready(self, wait_s: float) -> list[str]:
+        """Wait (at most ``wait_s``) for the first connections; what is still missing, one
+        line each ("NAME: why")."""
+        ...
+
+    async def close(self) -> None: ...
 
 
 class ToolRegistry:
@@ -110,6 +135,9 @@ class ToolRegistry:
     def __init__(self, default_timeout: float = 30.0) -> None:
         self.default_timeout = default_timeout
         self._tools: dict[str, Tool] = {}
+        self._sources: list[ToolSource] = []
+        self._unstarted: list[ToolSource] = []
+        self._closers: list[Callable[[], Awaitable[Any]]] = []
 
     def add(
         self,
@@ -118,10 +146,11 @@ class ToolRegistry:
         name: str | None = None,
         writes: bool | None = None,
         timeout: float | None = None,
+        source: str = BUILT_IN,
     ) -> Tool:
         options = getattr(function, _TOOL_MARK, _ToolOptions(None, False, None))
         tool_name = name or options.name or function.__name__
-        description, arguments = _describe(function, tool_name)
+        description, arguments = describe_function(function, tool_name)
         lookup = options.lookup
         if isinstance(lookup, str):  # a method of the same object
             lookup = getattr(function.__self__, lookup)  # type: ignore[attr-defined]
@@ -134,15 +163,86 @@ class ToolRegistry:
             timeout=timeout or options.timeout,
             progress=options.progress,
             lookup=lookup,
+            source=source,
         )
         self._tools[tool_name] = entry
         return entry
 
-    def add_object(self, obj: object) -> None:
+    def add_object(self, obj: object, *, source: str = BUILT_IN) -> None:
         """Register every method of ``obj`` marked with ``@tool``."""
         for _, member in inspect.getmembers(obj, inspect.ismethod):
             if hasattr(member, _TOOL_MARK):
-                self.add(member)
+                self.add(member, source=source)
+
+    def add_schema(
+        self,
+        name: str,
+        function: Callable[..., Any],
+        *,
+        description: str,
+        parameters: dict[str, Any],
+        writes: bool,
+        source: str,
+        progress: str | None = None,
+        timeout: float | None = None,
+    ) -> Tool:
+        """Register ``function`` (called with the arguments as keywords) under a JSON schema
+        of its arguments, which the model's arguments are validated against. The schema is
+        sent as given: check it first with ``schema.parameters_for_api``. A writing tool
+        registered so has no lookup: after a crash its call is not run again."""
+        entry = Tool(
+            name=name,
+            description=description,
+            function=function,
+            arguments=SchemaArguments(parameters),
+            writes=writes,
+            timeout=timeout,
+            progress=progress,
+            source=source,
+        )
+        self._tools[name] = entry
+        return entry
+
+    def remove(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    def add_source(self, source: ToolSource) -> None:
+        """Attach tools that arrive later; started now when an event loop runs, else by
+        the first use of the registry in one."""
+        self._sources.append(source)
+        self._unstarted.append(source)
+        self._start_sources()
+
+    def on_close(self, closer: Callable[[], Awaitable[Any]]) -> None:
+        """Call ``closer`` when the registry is closed (after its sources)."""
+        self._closers.append(closer)
+
+    async def ready(self, wait_s: float) -> list[str]:
+        """Wait, at most ``wait_s`` in all, for the sources' first connections; what could
+        not be reached, one line each."""
+        self._start_sources()
+        results = await asyncio.gather(*(source.ready(wait_s) for source in self._sources))
+        return [line for lines in results for line in lines]
+
+    async def close(self) -> None:
+        """Close the sources (MCP servers: their processes stop) and what ``on_close`` named."""
+        await asyncio.gather(*(source.close() for source in self._sources))
+        self._sources.clear()
+        self._unstarted.clear()
+        for closer in self._closers:
+            await closer()
+        self._closers.clear()
+
+    def _start_sources(self) -> None:
+        if not self._unstarted:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # built outside an event loop: the first use inside one starts them
+        starting, self._unstarted = self._unstarted, []
+        for source in starting:
+            source.start()
 
     def __contains__(self, name: str) -> bool:
         return name in self._tools
@@ -153,10 +253,15 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    def tools(self) -> list[Tool]:
+        self._start_sources()
+        return list(self._tools.values())
+
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
     def specs(self) -> list[ToolSpec]:
+        self._start_sources()
         return [t.spec for t in self._tools.values()]
 
     def writes(self, name: str) -> bool:
@@ -194,15 +299,7 @@ class ToolRegistry:
             raise ToolError(f"Arguments for '{call.name}' are not valid JSON: {exc.msg}.") from None
         if not isinstance(raw, dict):
             raise ToolError(f"Arguments for '{call.name}' must be a JSON object.")
-        try:
-            model = entry.arguments.model_validate(raw)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise ToolError(f"Invalid arguments for '{call.name}': {problems}.") from None
-        return entry, {k: getattr(model, k) for k in type(model).model_fields}
+        return entry, entry.arguments.validate(raw, call.name)
 
     async def run(self, call: ToolCall) -> str:
         """Run one call and return its result as JSON text. Never raises."""
@@ -216,6 +313,7 @@ class ToolRegistry:
 
     async def _bounded(self, call: ToolCall, *, recovering: bool) -> str:
         started = time.perf_counter()
+        self._start_sources()
         try:
             entry, kwargs = self.parse(call)
             if recovering:
@@ -274,38 +372,3 @@ def _encode(value: Any) -> str:
             {"truncated": True, "partial": text[:MAX_RESULT_CHARS]}, ensure_ascii=False
         )
     return text
-
-
-_ARG_LINE = re.compile(r"^\s*(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
-
-
-def _describe(function: Callable[..., Any], name: str) -> tuple[str, type[BaseModel]]:
-    """The description (docstring before ``Args:``) and an argument model from the hints."""
-    doc = inspect.getdoc(function) or ""
-    summary, _, args_part = doc.partition("Args:")
-    arg_docs: dict[str, str] = {}
-    current = None
-    for line in args_part.splitlines():
-        match = _ARG_LINE.match(line)
-        if match:
-            current = match.group(1)
-            arg_docs[current] = match.group(2).strip()
-        elif current and line.strip():
-            arg_docs[current] += " " + line.strip()
-    hints = get_type_hints(function, include_extras=True)
-    fields: dict[str, Any] = {}
-    for param in inspect.signature(function).parameters.values():
-        if param.name == "self" or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        if param.kind is param.KEYWORD_ONLY and param.name == MARKER_ARGUMENT:
-            continue  # given by the registry, not by the model
-        annotation = hints.get(param.name, str)
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[param.name] = (
-            annotation,
-            Field(default=default, description=arg_docs.get(param.name)),
-        )
-    model = create_model(  # type: ignore[call-overload]
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-    )
-    return " ".join(summary.split()), model

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import jinja2
@@ -24,9 +24,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from bot.documents import EXPORT_FORMATS, export_lines, pretty_json, session_document, session_list
-from bot.messages import iso
-from bot.store.history import HistoryStore, SessionSummary
+from bot.agent.sessions import Sessions
+from bot.documents import EXPORT_FORMATS, pretty_json, session_list
+from bot.messages import SessionSummary, iso
 from bot.web.access import Admin, Auth, SecurityHeaders, mount_root, safe_next
 from bot.web.transcript import PROBLEM_OUTCOMES, transcript
 
@@ -35,17 +35,11 @@ SEARCH_MAX_CHARS = 200
 _HERE = Path(__file__).parent
 
 
-class AdminServices(Protocol):
-    store: HistoryStore
-    settings: Any
-
-
-def admin_app(services: AdminServices) -> Starlette | None:
+def admin_app(sessions: Sessions, token: str | None) -> Starlette | None:
     """The admin app, or None when ADMIN_TOKEN is unset (then /admin stays unmounted: 404)."""
-    token = services.settings.ADMIN_TOKEN
     if not token:
         return None
-    site = AdminSite(services.store, Auth(token))
+    site = AdminSite(sessions, Auth(token))
     routes = [
         Route("/", site.sessions_page),
         Route("/login", site.login_page, methods=["GET"]),
@@ -114,8 +108,8 @@ def _api(handler: Handler) -> Callable[[AdminSite, Request], Awaitable[Response]
 
 
 class AdminSite:
-    def __init__(self, store: HistoryStore, auth: Auth) -> None:
-        self.store = store
+    def __init__(self, sessions: Sessions, auth: Auth) -> None:
+        self.sessions = sessions
         self.auth = auth
 
     def render(
@@ -164,7 +158,7 @@ class AdminSite:
         sort = query.get("sort") if query.get("sort") in _SORTS else "last_activity"
         order = query.get("order") if query.get("order") in ("asc", "desc") else None
         order = order or _SORTS[sort].default_order
-        summaries = await self.store.list_sessions()
+        summaries = await self.sessions.summaries()
         if search:
             summaries = await self._search(summaries, search)
         summaries.sort(key=_SORTS[sort].key, reverse=order == "desc")
@@ -182,7 +176,7 @@ class AdminSite:
 
     async def _search(self, summaries: list[SessionSummary], text: str) -> list[SessionSummary]:
         """Sessions whose channel ID or name, or any message, contains ``text``."""
-        in_messages = await self.store.channels_with_text(text)
+        in_messages = await self.sessions.with_text(text)
         needle = text.casefold()
         return [
             s
@@ -195,9 +189,9 @@ class AdminSite:
     @_page
     async def session_page(self, request: Request, admin: Admin) -> Response:
         channel = request.path_params["channel"]
-        if not await self.store.has_channel(channel):
+        if not await self.sessions.exists(channel):
             return self.message(request, admin, "No stored session for that channel.", 404)
-        messages, turns = await self.store.messages(channel), await self.store.turns(channel)
+        messages, turns = await self.sessions.read(channel)
         problems_only = request.query_params.get("turns") == "problems"
         sections = [s for s in transcript(messages, turns) if not problems_only or s.is_problem]
         return self.render(
@@ -215,11 +209,11 @@ class AdminSite:
     @_page
     async def export(self, request: Request, admin: Admin) -> Response:
         channel, fmt = request.path_params["channel"], request.path_params["fmt"]
-        if fmt not in EXPORT_FORMATS or not await self.store.has_channel(channel):
+        if fmt not in EXPORT_FORMATS or not await self.sessions.exists(channel):
             return self.message(request, admin, "Nothing to export there.", 404)
         filename = f"session-{re.sub(r'[^A-Za-z0-9_.-]', '_', channel)}.{fmt}"
         return StreamingResponse(
-            export_lines(self.store.iter_messages(channel), fmt),  # type: ignore[arg-type]
+            self.sessions.export(channel, fmt),  # type: ignore[arg-type]
             media_type="application/x-ndjson" if fmt == "jsonl" else "text/csv",
             headers={"Content-Disposition": f'attachment; filename="{filename}"'},
         )
@@ -227,9 +221,9 @@ class AdminSite:
     @_page
     async def confirm_delete(self, request: Request, admin: Admin) -> Response:
         channel = request.path_params["channel"]
-        if not await self.store.has_channel(channel):
+        if not await self.sessions.exists(channel):
             return self.message(request, admin, "No stored session for that channel.", 404)
-        messages, turns = await self.store.messages(channel), await self.store.turns(channel)
+        messages, turns = await self.sessions.read(channel)
         return self.render(
             request,
             admin,
@@ -242,23 +236,22 @@ class AdminSite:
     @_form_post
     async def delete(self, request: Request, admin: Admin) -> Response:
         channel = request.path_params["channel"]
-        if not await self.store.has_channel(channel):
+        if not await self.sessions.exists(channel):
             return self.message(request, admin, "No stored session for that channel.", 404)
-        await self.store.delete_channel(channel)
+        await self.sessions.delete(channel)
         target = mount_root(request) + "/?" + urlencode({"deleted": channel})
         return RedirectResponse(target, status_code=303)
 
     @_api
     async def api_sessions(self, request: Request, admin: Admin) -> Response:
-        return JSONResponse(session_list(await self.store.list_sessions()))
+        return JSONResponse(session_list(await self.sessions.summaries()))
 
     @_api
     async def api_session(self, request: Request, admin: Admin) -> Response:
         channel = request.path_params["channel"]
-        if not await self.store.has_channel(channel):
+        if not await self.sessions.exists(channel):
             return JSONResponse({"error": "no stored session for that channel"}, 404)
-        messages, turns = await self.store.messages(channel), await self.store.turns(channel)
-        return JSONResponse(session_document(channel, messages, turns))
+        return JSONResponse(await self.sessions.document(channel))
 
 
 # -- sorting the sessions list -------------------------------------------------------------

@@ -25,21 +25,14 @@ def create_app(services: Services, slack: SlackRuntime | None = None) -> Starlet
     """The app; without ``slack`` it serves /healthz and /admin only."""
 
     async def healthz(request: Request) -> Response:
-        if await services.store.ping():
+        if await services.sessions.ping():
             return JSONResponse({"status": "ok"})
         return JSONResponse({"status": "unavailable"}, status_code=503)
 
     routes: list[BaseRoute] = [Route("/healthz", healthz, methods=["GET"])]
     if slack is not None and not slack.socket_mode:
-
-        async def slack_events(request: Request) -> Response:
-            if slack.http is None or slack.runner is None:  # not started yet
-                return JSONResponse({"error": "starting"}, status_code=503)
-            with slack.runner.acknowledging():
-                return await slack.http.handle(request)
-
-        routes.append(Route("/slack/events", slack_events, methods=["POST"]))
-    admin = admin_app(services)
+        routes.append(Route("/slack/events", slack.handle_http, methods=["POST"]))
+    admin = admin_app(services.sessions, services.settings.ADMIN_TOKEN)
     if admin is not None:  # without ADMIN_TOKEN, /admin stays a 404
         routes.append(Mount("/admin", app=admin))
 

@@ -29,7 +29,7 @@ def stored(database_url: str, channel: str):  # type: ignore[no-untyped-def]
         try:
             return await store.messages(channel), await store.turns(channel)
         finally:
-            await store.engine.dispose()
+            await store.engines.dispose()
 
     return asyncio.run(read())
 

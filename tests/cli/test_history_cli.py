@@ -53,7 +53,7 @@ def seed(database_url: str) -> None:
                 at=old,
             )
         finally:
-            await store.engine.dispose()
+            await store.engines.dispose()
 
     asyncio.run(run())
 
@@ -152,7 +152,7 @@ def test_an_edited_question_says_when_it_was_edited(bot, database_url: str) -> N
             edited = await store.edit_slack_message("C0123", question.slack_ts, "TASK-2?", 3)
             assert edited == 1
         finally:
-            await store.engine.dispose()
+            await store.engines.dispose()
 
     asyncio.run(edit())
     shown, document = bot("history", "show", "C0123"), bot("history", "show", "C0123", "--json")

@@ -114,7 +114,7 @@ async def read_session(database_url: str, channel: str) -> tuple[list[Message], 
     try:
         return await store.messages(channel), await store.turns(channel)
     finally:
-        await store.engine.dispose()
+        await store.engines.dispose()
 
 
 def stored(database_url: str, channel: str) -> tuple[list[Message], list[TurnRecord]]:

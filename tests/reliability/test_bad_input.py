@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.agent.service import Incoming
+from bot.agent.conversations import Incoming
 from bot.agent.tokens import MESSAGE_OVERHEAD, count_text
 from bot.config import load_settings
 from bot.wiring import Services, build_services

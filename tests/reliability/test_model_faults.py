@@ -9,8 +9,9 @@ import time
 
 import pytest
 
-from bot.agent.service import Incoming
+from bot.agent.conversations import Incoming
 from tests.fakes.openai_server import Fail, FakeOpenAI, Hang, Reply, ToolUse
+from tests.stored_turns import history
 
 
 async def ask(services, text="hi"):  # type: ignore[no-untyped-def]
@@ -24,7 +25,7 @@ async def test_rate_limited_then_answered(make_services, fake_openai: FakeOpenAI
     started = time.monotonic()
     reply = await ask(services)
     assert reply.text == "fine" and time.monotonic() - started >= 0.9
-    assert [t.outcome for t in await services.store.turns("C1")] == ["answered"]
+    assert [t.outcome for t in await history(services).turns("C1")] == ["answered"]
 
 
 async def test_quota_exhausted_fails_fast(make_services, fake_openai: FakeOpenAI, caplog) -> None:
@@ -47,9 +48,9 @@ async def test_hung_model_times_out_and_says_so(make_services, fake_openai: Fake
     reply = await ask(services)
     assert not reply.ok and reply.text == "The model did not answer in time."
     assert time.monotonic() - started < 5  # three attempts of 0.5 s plus back-off
-    (turn,) = await services.store.turns("C1")
+    (turn,) = await history(services).turns("C1")
     assert turn.outcome == "error" and turn.error.startswith("timeout")
-    assert [m.role for m in await services.store.messages("C1")] == ["user"]
+    assert [m.role for m in await history(services).messages("C1")] == ["user"]
 
 
 async def test_turn_deadline_bounds_a_slow_tool_loop(
@@ -62,7 +63,7 @@ async def test_turn_deadline_bounds_a_slow_tool_loop(
     reply = await ask(services)
     assert not reply.ok and "took too long" in reply.text
     # the rounds that completed are kept, each call with its result
-    stored = await services.store.messages("C1")
+    stored = await history(services).messages("C1")
     assert stored[0].role == "user" and len(stored) % 2 == 1
     assert [m.role for m in stored[1:]] == ["assistant", "tool"] * ((len(stored) - 1) // 2)
 
@@ -92,7 +93,7 @@ async def test_cut_off_answer_is_marked(make_services, fake_openai: FakeOpenAI, 
     fake_openai.script(Reply(text="The first half of", finish_reason="length"))
     reply = await ask(services)
     assert reply.text.startswith("The first half of") and "cut off" in reply.text
-    (turn,) = await services.store.turns("C1")
+    (turn,) = await history(services).turns("C1")
     assert turn.outcome == "truncated"
 
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from bot.agent.service import Incoming
+from bot.agent.conversations import Incoming
 from tests.fakes.openai_server import FakeOpenAI, Raw, Reply, ToolUse
+from tests.stored_turns import history
 
 BAD_REPLY = (
     "The model server sent a reply the bot cannot read. Please try again; if it keeps "
@@ -71,7 +72,7 @@ async def test_an_unreadable_reply_is_a_plain_error(
     assert not reply.ok and reply.text == BAD_REPLY
     (line,) = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert "reply could not be read" in line.getMessage() and f"LLM_API={api}" in line.getMessage()
-    (turn,) = await services.store.turns("C1")
+    (turn,) = await history(services).turns("C1")
     assert turn.outcome == "error" and turn.error.startswith("bad_reply")
 
 
@@ -113,7 +114,7 @@ async def test_streamed_text_and_tool_calls_are_read(
 
     assert reply.ok and reply.text == "It is noon in UTC."
     assert streamed == "It is noon in UTC."
-    roles = [m.role for m in await services.store.messages("C1")]
+    roles = [m.role for m in await history(services).messages("C1")]
     assert roles == ["user", "assistant", "tool", "assistant"]
 
 
@@ -131,7 +132,7 @@ async def test_responses_against_a_server_without_it_names_the_fix(
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any("LLM_API=chat" in line for line in errors)
     assert [r.status for r in fake_openai.requests] == [404]
-    (turn,) = await services.store.turns("C1")
+    (turn,) = await history(services).turns("C1")
     assert turn.error.startswith("no_responses_api")
 
 

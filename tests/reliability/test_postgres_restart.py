@@ -13,13 +13,14 @@ import asyncio
 import asyncpg
 import pytest
 
-from bot.agent.service import STORE_FAILED, Incoming
-from bot.agent.service import Reply as Answer
+from bot.agent.conversations import STORE_FAILED, Incoming
+from bot.agent.conversations import Reply as Answer
 from bot.config import load_settings
 from bot.wiring import build_services
 from tests.conftest import POSTGRES_URL
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.reliability.helpers import assert_paired, last_user_text, until
+from tests.stored_turns import history
 
 pytestmark = pytest.mark.postgres
 
@@ -61,7 +62,7 @@ async def test_connections_dropped_between_and_during_turns(
         assert (await ask("one")).text == "ok: one"
         assert await terminate_connections(postgres_url) >= 1  # the pool's idle connections
         assert (await ask("two")).text == "ok: two"
-        assert await services.store.ping()
+        assert await history(services).ping()
 
         fake_openai.latency = 1.0
         in_flight = asyncio.create_task(ask("three"))
@@ -75,8 +76,8 @@ async def test_connections_dropped_between_and_during_turns(
         fake_openai.latency = 0.0
 
         assert (await ask("four")).text == "ok: four"
-        messages = await services.store.messages("CR")
-        turns = await services.store.turns("CR")
+        messages = await history(services).messages("CR")
+        turns = await history(services).turns("CR")
     finally:
         await services.close()
 

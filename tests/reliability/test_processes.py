@@ -20,11 +20,11 @@ import httpx
 import pytest
 from sqlalchemy import update
 
+from bot.jobs.inbox import QUEUED
 from bot.messages import Message, TurnRecord, utcnow
 from bot.store.db import create_engine
-from bot.store.events import RECEIVED, STORED
 from bot.store.history import HistoryStore
-from bot.store.models import ChannelTicket, SlackEventRow
+from bot.store.models import ChannelHoldRow, InboxRow
 from tests.conftest import postgres_database
 from tests.fakes.openai_server import FakeOpenAI, Hang, Reply, Request
 from tests.fakes.slack_server import FakeSlack, event_payload, signed_headers
@@ -207,7 +207,8 @@ async def test_a_process_killed_after_the_ack_or_before_posting_loses_nothing(
     a 429 (Retry-After: 30) -> process B, which was running all along, has each question
     answered once in its thread once A's leases run out (moved past their expiry here
     rather than waited for: LEASE is 30 s) -> (a) answered anew, A's turn marked
-    interrupted; (b) A's stored answer posted, the model not asked again."""
+    resumed from its journal (the question stored once, the model asked again: no round
+    was stored); (b) A's stored answer posted, the model not asked again."""
 
     def model(request: Request) -> Reply | Hang:
         return Hang(60) if last_user_text(request) == "after the ack" else echo(request)
@@ -248,7 +249,8 @@ async def test_a_process_killed_after_the_ack_or_before_posting_loses_nothing(
         engine = create_engine(postgres_url)
         try:
             store = HistoryStore(engine)
-            assert [t.outcome for t in await store.turns("CA")] == ["interrupted", "answered"]
+            assert [t.outcome for t in await store.turns("CA")] == ["answered"]
+            assert [m.role for m in await store.messages("CA")] == ["user", "assistant"]
             assert [t.outcome for t in await store.turns("CS")] == ["answered"]
         finally:
             await engine.dispose()
@@ -260,16 +262,14 @@ async def test_a_process_killed_after_the_ack_or_before_posting_loses_nothing(
 
 
 async def expire_leases(database_url: str) -> None:
-    """LEASE and TICKET_TTL pass for a dead process: its claims and tickets run out now."""
+    """LEASE passes for a dead process: its jobs' and channels' leases run out now."""
     past = utcnow() - timedelta(seconds=1)
     engine = create_engine(database_url)
     try:
         async with engine.begin() as connection:
             await connection.execute(
-                update(SlackEventRow)
-                .where(SlackEventRow.status.in_((RECEIVED, STORED)))
-                .values(lease_until=past)
+                update(InboxRow).where(InboxRow.status == QUEUED).values(lease_until=past)
             )
-            await connection.execute(update(ChannelTicket).values(expires_at=past))
+            await connection.execute(update(ChannelHoldRow).values(lease_until=past))
     finally:
         await engine.dispose()

@@ -198,7 +198,7 @@ async def test_a_refused_post_is_not_retried_and_other_channels_are_served(
         ("C2", None),
     ]
     assert [m.role for m in await db.history.messages("C1")] == ["user", "assistant"]
-    assert await db.claims.status("C1", refused) == "done"
+    assert await db.inbox.status("C1", refused) == "done"
     assert [m["text"] for m in fake_slack.messages("C2")] == ["You said: hello"]
 
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import re
 
-from bot.agent.service import Incoming
+from bot.agent.conversations import Incoming
+from bot.agent.conversations import Reply as Answer
 from bot.config import load_settings
-from bot.wiring import build_services
+from bot.wiring import Services, build_services
 from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
 from tests.reliability.helpers import (
     assert_paired,
@@ -35,6 +36,12 @@ def model(request: Request) -> Reply | ToolUse:
     if items[-1]["role"] == "tool":
         return Reply(text="ok: " + last_user_text(request))
     return ToolUse("get_current_time", {})
+
+
+async def ask(services: Services, incoming: Incoming) -> Answer:
+    """One turn as the shells run it: with its channel held (bot.jobs)."""
+    async with services.jobs.hold(incoming.channel_id):
+        return await services.conversations.handle(incoming)
 
 
 async def test_processes_and_in_process_turns_share_one_file(
@@ -67,7 +74,7 @@ async def test_processes_and_in_process_turns_share_one_file(
             )
             replies = await asyncio.gather(
                 *(
-                    services.conversations.handle(Incoming(channel, f"q{n}"))
+                    ask(services, Incoming(channel, f"q{n}"))
                     for channel, turns in IN_PROCESS.items()
                     for n in range(turns)
                 )

@@ -9,11 +9,13 @@ import logging
 
 import pytest
 
-from bot.agent.service import Incoming
+from bot.agent.conversations import Incoming
 from bot.errors import ToolError
 from bot.messages import Message, ToolCall, TurnRecord
+from bot.store.turns import TurnStore
 from bot.tools.base import tool
 from tests.fakes.openai_server import Fail, FakeOpenAI, Reply, ToolUse
+from tests.stored_turns import history
 
 API_MODES = ["chat", "responses"]
 
@@ -27,7 +29,9 @@ def sent_messages(request) -> list[dict]:  # type: ignore[no-untyped-def]
 
 
 async def ask(services, text: str, channel: str = "C1", ts: str | None = None):  # type: ignore[no-untyped-def]
-    return await services.conversations.handle(Incoming(channel, text, "U1", ts))
+    """One turn as the shells run it: with the channel held (bot.jobs)."""
+    async with services.jobs.hold(channel):
+        return await services.conversations.handle(Incoming(channel, text, "U1", ts))
 
 
 @pytest.mark.parametrize("api", API_MODES)
@@ -38,12 +42,12 @@ async def test_answer_without_tools(make_services, fake_openai: FakeOpenAI, api:
     reply = await ask(services, "hi")
 
     assert reply.ok and reply.text == "Hello **there**."
-    stored = await services.store.messages("C1")
+    stored = await history(services).messages("C1")
     assert [(m.role, m.content) for m in stored] == [
         ("user", "hi"),
         ("assistant", "Hello **there**."),
     ]
-    (turn,) = await services.store.turns("C1")
+    (turn,) = await history(services).turns("C1")
     assert turn.outcome == "answered" and turn.rounds == 0 and turn.api_mode == api
     assert turn.input_tokens > 0 and turn.output_tokens > 0 and turn.latency_ms is not None
     assert fake_openai.requests[0].api == api and fake_openai.requests[0].status == 200
@@ -60,12 +64,12 @@ async def test_one_tool_round(make_services, fake_openai: FakeOpenAI, api: str) 
     reply = await ask(services, "what day is it?")
 
     assert reply.text == "It is Monday."
-    stored = await services.store.messages("C1")
+    stored = await history(services).messages("C1")
     assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
     assert stored[1].tool_calls[0].id == "call_a" and stored[1].content is None
     assert stored[2].tool_call_id == "call_a" and stored[2].name == "get_current_time"
     assert json.loads(stored[2].content)["timezone"] == "Europe/Paris"
-    (turn,) = await services.store.turns("C1")
+    (turn,) = await history(services).turns("C1")
     assert turn.rounds == 1 and turn.tools_called == ["get_current_time"]
     assert len(fake_openai.requests) == 2
     assert all(r.status == 200 for r in fake_openai.requests)
@@ -83,7 +87,7 @@ async def test_two_sequential_tools(make_services, fake_openai: FakeOpenAI, api:
     reply = await ask(services, "two steps")
 
     assert reply.ok
-    stored = await services.store.messages("C1")
+    stored = await history(services).messages("C1")
     middle = stored[1:-1]
     assert [m.role for m in middle] == ["assistant", "tool", "assistant", "tool"]
     assert [m.tool_calls[0].id for m in middle[::2]] == ["call_1", "call_2"]
@@ -117,7 +121,7 @@ async def test_parallel_calls_results_in_call_order(
 
     await ask(services, "three at once")
 
-    stored = await services.store.messages("C1")
+    stored = await history(services).messages("C1")
     results = [m for m in stored if m.role == "tool"]
     assert [(m.tool_call_id, m.content) for m in results] == [
         ("c1", "first"),
@@ -171,7 +175,7 @@ async def test_failures_become_error_results(
     assert reply.ok and reply.outcome == "answered"
     errors = {
         m.tool_call_id: json.loads(m.content)["error"]
-        for m in await services.store.messages("C1")
+        for m in await history(services).messages("C1")
         if m.role == "tool"
     }
     assert errors["e1"] == "ticket T-1 is locked"
@@ -200,7 +204,7 @@ async def test_round_cap_forces_an_answer(
 
     assert reply.text == "Stopped here." and reply.outcome == "max_rounds"
     assert [bool(r.tool_names) for r in fake_openai.requests] == [True, True, False]
-    (turn,) = await services.store.turns("C1")
+    (turn,) = await history(services).turns("C1")
     assert turn.outcome == "max_rounds" and turn.rounds == 2
     warning = next(r for r in caplog.records if "round cap" in r.getMessage())
     assert "2 rounds" in warning.getMessage() and "get_current_time" in warning.getMessage()
@@ -236,15 +240,14 @@ async def test_orphaned_call_is_repaired_before_sending(
     make_services, fake_openai: FakeOpenAI, api: str
 ) -> None:
     services = make_services(LLM_API=api)
-    store = services.store
+    turns = TurnStore(services.engines)
     # a crash after the model called a tool but before its result was stored
     record = TurnRecord(channel_id="C1", user_id="U1")
-    begun = await store.begin_turn(record, Message.user("create it").with_(tokens=5))
-    turn_id = begun.turn_id
+    begun = await turns.begin(record, Message.user("create it").with_(tokens=5), 12_000)
     call = ToolCall("call_lost", "get_current_time", "{}")
-    await store.finish_turn(turn_id, record, [Message.assistant(None, (call,)).with_(tokens=9)])
+    await turns.finish(begun.turn, record, [Message.assistant(None, (call,)).with_(tokens=9)])
     # ...and a turn that never finished at all
-    await store.begin_turn(TurnRecord(channel_id="C1"), Message.user("hello?").with_(tokens=5))
+    await turns.begin(TurnRecord(channel_id="C1"), Message.user("hello?").with_(tokens=5), 12_000)
     fake_openai.script(Reply(text="Back again."))
 
     reply = await ask(services, "are you there?")
@@ -254,7 +257,7 @@ async def test_orphaned_call_is_repaired_before_sending(
     assert request.status == 200  # the strict fake rejects an unanswered call
     sent = json.dumps(sent_messages(request))
     assert "call_lost" in sent and "interrupted" in sent
-    outcomes = [t.outcome for t in await store.turns("C1")]
+    outcomes = [t.outcome for t in await history(services).turns("C1")]
     assert outcomes == ["interrupted", "interrupted", "answered"]
 
 
@@ -295,9 +298,9 @@ async def test_failing_model_keeps_the_question(
     assert not reply.ok and reply.outcome == "error"
     assert reply.text == "The model server had an error. Please try again in a minute."
     assert len(fake_openai.requests) == 3  # the SDK's two retries, then we give up
-    stored = await services.store.messages("C1")
+    stored = await history(services).messages("C1")
     assert [(m.role, m.content) for m in stored] == [("user", "anyone?")]
-    (turn,) = await services.store.turns("C1")
+    (turn,) = await history(services).turns("C1")
     assert turn.outcome == "error" and turn.error.startswith("server")
 
 
@@ -315,7 +318,7 @@ async def test_turns_in_one_channel_run_one_after_another(
     )
 
     assert all(r.ok for r in replies)
-    stored = await services.store.messages("C1")
+    stored = await history(services).messages("C1")
     assert [m.content for m in stored] == [
         text for n in range(5) for text in (f"message {n}", f"re: message {n}")
     ]
@@ -410,7 +413,7 @@ async def test_a_deleted_message_leaves_the_window(
     await ask(services, "q2", ts="1700000000.000200")
     await ask(services, "q3", ts="1700000000.000300")
 
-    assert await deleter.store.delete_slack_message("C1", "1700000000.000200") == 1
+    assert await deleter.conversations.delete("C1", "1700000000.000200") == 1
     await ask(services, "q4", ts="1700000000.000400")
 
     assert [c for _, c in history_sent(fake_openai.requests[3])] == [
@@ -446,7 +449,7 @@ async def test_an_edited_message_reaches_the_model_edited(
         "a1",
         "q3",
     ]
-    stored = await services.store.messages("C1")
+    stored = await history(services).messages("C1")
     assert stored[0].content == "q1, edited\nnow" and stored[0].slack_ts == "1700000000.000100"
     assert [m.edited_at is not None for m in stored] == [True] + [False] * 5
     # only a person's own message is edited, and only one that was stored

@@ -8,12 +8,13 @@ from datetime import timedelta
 
 import pytest
 
+from bot.agent.conversations import Incoming
 from bot.agent.loop import PAUSE, RUN, Decision
-from bot.agent.service import Incoming
 from bot.config import load_settings
 from bot.tools.base import tool
 from bot.wiring import build_services
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
+from tests.stored_turns import history
 
 
 class Tickets:
@@ -62,7 +63,7 @@ async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOp
 
     assert paused.outcome == "awaiting_approval" and tickets.created == []
     assert [c.id for c in paused.pending] == ["w1"]
-    assert [m.role for m in await services.store.messages("C1")] == ["user"]
+    assert [m.role for m in await history(services).messages("C1")] == ["user"]
 
     first, second = await asyncio.gather(
         conversations.resume(paused.turn_id, {"w1": RUN}),
@@ -72,10 +73,10 @@ async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOp
     replies = [r for r in (first, second) if r is not None]
     assert len(replies) == 1 and replies[0].text == "Created TASK-1."
     assert tickets.created == ["Printer on fire"]
-    stored = await services.store.messages("C1")
+    stored = await history(services).messages("C1")
     assert [m.role for m in stored] == ["user", "assistant", "tool", "tool", "assistant"]
     assert json.loads(stored[3].content) == {"key": "TASK-1"}
-    (turn,) = await services.store.turns("C1")
+    (turn,) = await history(services).turns("C1")
     assert turn.outcome == "answered" and turn.rounds == 1
     assert await conversations.resume(paused.turn_id, {"w1": RUN}) is None
     assert all(r.status == 200 for r in fake_openai.requests)
@@ -116,7 +117,7 @@ async def test_expired_request_does_nothing(setup, fake_openai: FakeOpenAI) -> N
     reply = await services.conversations.resume(paused.turn_id, {"w1": RUN})
 
     assert reply.outcome == "expired" and tickets.created == []
-    (turn,) = await services.store.turns("C1")
+    (turn,) = await history(services).turns("C1")
     assert turn.outcome == "expired"
 
 
@@ -137,7 +138,7 @@ async def test_round_cap_can_be_continued_once(database_url, fake_openai: FakeOp
         # the forced request told the model to sum up; it is not stored
         assert "used all 2 tool rounds" in json.dumps(fake_openai.requests[-1].body)
         assert "used all" not in json.dumps(
-            [m.content for m in await services.store.messages("C1")]
+            [m.content for m in await history(services).messages("C1")]
         )
 
         fake_openai.reset()
@@ -146,7 +147,7 @@ async def test_round_cap_can_be_continued_once(database_url, fake_openai: FakeOp
 
         assert again.text == "All done." and again.outcome == "answered"
         assert len(fake_openai.requests) == 2 and fake_openai.requests[0].status == 200
-        (turn,) = await services.store.turns("C1")
+        (turn,) = await history(services).turns("C1")
         assert turn.rounds == 3 and turn.outcome == "answered"
         assert await services.conversations.resume(capped.turn_id) is None
     finally:

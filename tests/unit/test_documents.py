@@ -15,8 +15,7 @@ from bot.documents import (
     session_document,
     session_list,
 )
-from bot.messages import Message, ToolCall, TurnRecord
-from bot.store.history import SessionSummary
+from bot.messages import Message, SessionSummary, ToolCall, TurnRecord
 
 AT = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 CALL = ToolCall("call_1", "jira_get_issue", '{"issue_key":"TASK-1"}')

@@ -11,13 +11,13 @@ import io
 import json
 import re
 from collections.abc import AsyncIterator, Iterator
-from types import SimpleNamespace
 
 import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from bot.agent.sessions import Sessions
 from bot.messages import Message, ToolCall
 from bot.store.db import create_engine
 from bot.store.history import HistoryStore
@@ -69,7 +69,7 @@ def seed_history(database_url: str) -> None:
                 store, "D0456", "how is the quarterly pipeline?", [Message.assistant("Fine.")]
             )
         finally:
-            await store.engine.dispose()
+            await store.engines.dispose()
 
     asyncio.run(run())
 
@@ -78,12 +78,12 @@ def seed_history(database_url: str) -> None:
 def serve_admin(database_url: str, token: str | None = TOKEN) -> Iterator[ServedApp]:
     """The admin app mounted at /admin in a small Starlette, served by uvicorn."""
     store = HistoryStore(create_engine(database_url))
-    admin = admin_app(SimpleNamespace(store=store, settings=SimpleNamespace(ADMIN_TOKEN=token)))
+    admin = admin_app(Sessions(store), token)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        await store.engine.dispose()  # on the server's own event loop
+        await store.engines.dispose()  # on the server's own event loop
 
     routes = [Mount("/admin", app=admin)] if admin is not None else []
     with serve_in_thread(Starlette(routes=routes, lifespan=lifespan)) as served:
@@ -124,8 +124,7 @@ def csrf_of(page: httpx.Response) -> str:
 
 
 def test_without_admin_token_there_is_no_admin(sqlite_url: str) -> None:
-    unset = SimpleNamespace(store=None, settings=SimpleNamespace(ADMIN_TOKEN=None))
-    assert admin_app(unset) is None
+    assert admin_app(Sessions(HistoryStore(create_engine(sqlite_url))), None) is None
     with serve_admin(sqlite_url, token=None) as app:
         for path in ("/admin", "/admin/", "/admin/login", "/admin/api/sessions"):
             assert httpx.get(app.url + path).status_code == 404
@@ -394,7 +393,7 @@ def test_an_edited_question_is_marked_with_its_time(
             assert question.slack_ts is not None
             await store.edit_slack_message("D0456", question.slack_ts, "how is Q3's pipeline?", 6)
         finally:
-            await store.engine.dispose()
+            await store.engines.dispose()
 
     asyncio.run(edit())
     page = bearer.get("/admin/sessions/D0456").text

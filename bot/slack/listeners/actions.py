@@ -1,23 +1,19 @@
-"""``block_actions``: Create, Cancel or Continue pressed on one of the bot's messages."""
+"""``block_actions``: Create, Cancel or Continue pressed on one of the bot's messages (the
+press is a job of its channel already: see bot.slack.app)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
-from bot.slack.cards import APPROVE, CONTINUE, DECLINE
-from bot.slack.events import press_from
-from bot.slack.turns import TurnRunner
+from bot.slack.approvals import BUTTONS
+from bot.slack.worker import Worker
 
-BUTTONS = re.compile(f"^({APPROVE}|{DECLINE}|{CONTINUE})$")
+PATTERN = re.compile("^(" + "|".join(sorted(BUTTONS)) + ")$")
 
 
-def register(app: AsyncApp, runner: TurnRunner) -> None:
-    @app.action(BUTTONS)
-    async def pressed(ack: AsyncAck, body: dict[str, Any]) -> None:
+def register(app: AsyncApp, worker: Worker) -> None:
+    @app.action(PATTERN)
+    async def pressed(ack: AsyncAck) -> None:
         await ack()
-        press = press_from(body)
-        if press is not None:
-            runner.press(press)

@@ -9,7 +9,7 @@ from slack_bolt.context.set_suggested_prompts.async_set_suggested_prompts import
     AsyncSetSuggestedPrompts,
 )
 
-from bot.slack.turns import TurnRunner
+from bot.slack.worker import Worker
 
 PROMPTS = [
     {"title": "Summarise an account", "message": "Look up Ana and summarise her account"},
@@ -18,18 +18,10 @@ PROMPTS = [
 ]
 
 
-class _Assistant(AsyncAssistant):
-    """Bolt's Assistant acknowledges every other event in a DM thread, deletions and edits
-    included; the stored history must still follow them (the changes listener)."""
-
-    async def async_process(self, *, req, resp, next):  # type: ignore[no-untyped-def]
-        if req.context.get("change"):
-            return await next()
-        return await super().async_process(req=req, resp=resp, next=next)
-
-
-def register(app: AsyncApp, runner: TurnRunner) -> None:
-    assistant = _Assistant()
+def register(app: AsyncApp, worker: Worker) -> None:
+    # its other events (deletions and edits included) it acknowledges itself: their jobs
+    # are in the inbox already (bot.slack.app)
+    assistant = AsyncAssistant()
 
     @assistant.thread_started
     async def suggest(set_suggested_prompts: AsyncSetSuggestedPrompts) -> None:
@@ -37,6 +29,6 @@ def register(app: AsyncApp, runner: TurnRunner) -> None:
 
     @assistant.user_message
     async def answer_in_pane(context: AsyncBoltContext) -> None:
-        runner.answer(context["question"])  # its ``pane`` is set already
+        worker.acknowledged(context["question"])  # its ``pane`` is set already
 
     app.assistant(assistant)

@@ -1,14 +1,15 @@
 """``message_deleted`` and ``message_changed``: a message deleted or edited in Slack is
-deleted or edited in the stored history too."""
+deleted or edited in the stored history too (its job is in the inbox already: see
+bot.slack.app; this only acknowledges it)."""
 
 from __future__ import annotations
 
-from slack_bolt.async_app import AsyncApp, AsyncBoltContext
+from slack_bolt.async_app import AsyncApp
 
-from bot.slack.turns import TurnRunner
+from bot.slack.worker import Worker
 
 
-def register(app: AsyncApp, runner: TurnRunner) -> None:
+def register(app: AsyncApp, worker: Worker) -> None:
     @app.event({"type": "message", "subtype": ("message_deleted", "message_changed")})
-    async def follow(context: AsyncBoltContext) -> None:
-        runner.follow(context["change"])
+    async def follow() -> None:
+        return None

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
 
-from bot.slack.turns import TurnRunner
+from bot.slack.worker import Worker
 
 
-def register(app: AsyncApp, runner: TurnRunner) -> None:
+def register(app: AsyncApp, worker: Worker) -> None:
     @app.event("app_mention")
     async def answer_mention(context: AsyncBoltContext) -> None:
-        runner.answer(context["question"])
+        worker.acknowledged(context["question"])

@@ -13,9 +13,9 @@ import httpx
 import pytest
 
 from bot.config import load_settings
+from bot.jobs.inbox import Inbox
 from bot.slack.runtime import SlackRuntime
-from bot.store.db import create_engine
-from bot.store.events import SlackEvents
+from bot.store.db import create_engines
 from bot.store.history import HistoryStore
 from bot.web.app import create_app
 from bot.wiring import build_services
@@ -111,8 +111,7 @@ class RunningBot:
 
     @property
     def in_flight(self) -> int:
-        runner = self.runtime.runner
-        return runner.in_flight if runner is not None else 0
+        return self.runtime.in_flight
 
     async def idle(self, timeout: float = 10) -> None:  # noqa: ASYNC109 - a polling deadline
         """Until no turn (nor deletion) is running any more."""
@@ -186,14 +185,15 @@ class Database:
     """The test's database, read from the test's own event loop."""
 
     history: HistoryStore
-    claims: SlackEvents
+    #: the jobs table (bot.jobs), as another process sees it
+    inbox: Inbox
 
 
 @pytest.fixture
 async def db(bot_database_url: str) -> AsyncIterator[Database]:
-    engine = create_engine(bot_database_url)
-    yield Database(HistoryStore(engine), SlackEvents(engine))
-    await engine.dispose()
+    engines = create_engines(bot_database_url)
+    yield Database(HistoryStore(engines), Inbox(engines))
+    await engines.dispose()
 
 
 def posts(slack: FakeSlack, channel: str | None = None) -> list[dict[str, Any]]:

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from bot.agent.service import Conversations
+from bot.agent.conversations import Conversations
 from bot.slack.pacing import POST_INTERVAL_S
-from bot.slack.turns import NAME_EVERY_S
+from bot.slack.worker import NAME_EVERY_S
 from tests.fakes.openai_server import Fail, FakeOpenAI, Reply
 from tests.fakes.slack_server import MAX_TEXT, FakeSlack
 from tests.scenarios.slack.conftest import (
@@ -52,7 +52,7 @@ async def test_mention_is_answered_in_its_thread(
         ("assistant", "Here is **bold** and a [link](https://example.com/x).", None),
     ]
     await bot.idle()
-    assert await db.claims.status("C1", ts) == "done"
+    assert await db.inbox.status("C1", ts) == "done"
 
 
 async def test_a_mention_in_a_thread_is_answered_in_that_thread(
@@ -172,7 +172,7 @@ async def test_a_slack_error_on_posting_keeps_the_turn_and_serves_others(
     assert [c.error for c in fake_slack.calls_to("chat.postMessage")] == ["not_in_channel", None]
     assert len(await db.history.messages("C1")) == 2
     await bot.idle()
-    assert await db.claims.status("C1", lost) == "done"
+    assert await db.inbox.status("C1", lost) == "done"
 
 
 async def test_the_bot_user_is_known_from_auth_test(
@@ -204,7 +204,7 @@ async def test_an_unexpected_error_after_the_ack_gets_one_plain_message(
     (failure,) = posts(fake_slack)
     assert "try again" in failure["text"] and "xoxb" not in failure["text"]
     await bot.idle()
-    assert await db.claims.status("C1", ts) == "failed"
+    assert await db.inbox.status("C1", ts) == "failed"
 
 
 async def test_the_channel_name_is_stored_for_the_admin_pages_once(

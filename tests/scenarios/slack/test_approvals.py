@@ -62,11 +62,13 @@ async def test_the_card_shows_the_write_and_create_runs_it_once(
     assert told["user"] == "U2" and "Only the person who asked" in told["text"]
     assert fake_jira.created == []
 
-    # pressed twice at once (or retried): one ticket
+    # pressed twice at once: one ticket; the presses take their turns in the channel, so
+    # the second one finds the request answered, and says so
     await asyncio.gather(*(press(bot, "approve_write", card) for _ in range(2)))
     await fake_slack.wait_for(lambda s: bool(answers(s, "C1", "Done:")))
     await bot.idle()
     assert fake_jira.created == ["TASK-1"]
+    assert "already been answered" in fake_slack.ephemeral_messages[-1]["text"]
     (answer,) = answers(fake_slack, "C1", "Done:")
     assert f"<{fake_jira.url}/browse/TASK-1|TASK-1>" in answer["text"]
     assert answer["thread_ts"] == card["thread_ts"]
@@ -76,7 +78,7 @@ async def test_the_card_shows_the_write_and_create_runs_it_once(
 
     # a late press does nothing more
     await press(bot, "approve_write", card)
-    await fake_slack.wait_for(lambda s: len(s.ephemeral_messages) == 2)
+    await fake_slack.wait_for(lambda s: len(s.ephemeral_messages) == 3)
     assert "already been answered" in fake_slack.ephemeral_messages[-1]["text"]
     assert fake_jira.created == ["TASK-1"]
 

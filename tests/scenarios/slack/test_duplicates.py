@@ -11,8 +11,9 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 from sqlalchemy import insert
 
-from bot.messages import Message, TurnRecord, utcnow
-from bot.store.models import SlackEventRow
+from bot.messages import Message, Outcome, TurnRecord, utcnow
+from bot.store.models import InboxRow
+from bot.store.turns import TurnStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.conftest import Clock, Database, RunningBot, mention, posts
@@ -72,15 +73,22 @@ async def test_an_app_mention_and_a_message_for_one_message_are_answered_once(
     await answered_once(bot, fake_slack, db, "C1")
 
 
-async def seed_claim(db: Database, channel: str, ts: str, status: str, lease: timedelta) -> None:
+async def seed_job(
+    db: Database, channel: str, ts: str, status: str, lease: timedelta, text: str = "hello"
+) -> None:
+    """The first attempt's job, as another process left it in the inbox."""
     now = utcnow()
-    async with db.claims.engine.begin() as connection:
+    question = {"channel": channel, "ts": ts, "text": text, "user": "U1"}
+    async with db.inbox.engines.writes.begin() as connection:
         await connection.execute(
-            insert(SlackEventRow).values(
+            insert(InboxRow).values(
                 channel_id=channel,
-                message_ts=ts,
+                key=ts,
+                kind="question",
                 event_id="EvFirst",
+                payload={**question, "thread_ts": ts, "pane": False},
                 status=status,
+                holder="another process",
                 lease_until=now + lease,
                 created_at=now,
                 updated_at=now,
@@ -91,12 +99,10 @@ async def seed_claim(db: Database, channel: str, ts: str, status: str, lease: ti
 @pytest.mark.parametrize(
     ("status", "lease", "answered"),
     [
-        pytest.param("received", timedelta(seconds=-1), True, id="first-attempt-died"),
+        pytest.param("queued", timedelta(seconds=-1), True, id="first-attempt-died"),
         pytest.param("failed", timedelta(0), True, id="first-attempt-failed"),
-        pytest.param("received", timedelta(seconds=30), False, id="first-attempt-still-running"),
+        pytest.param("queued", timedelta(seconds=30), False, id="first-attempt-still-running"),
         pytest.param("done", timedelta(0), False, id="first-attempt-answered"),
-        # a sweep posts the stored answer; a retry leaves it
-        pytest.param("stored", timedelta(seconds=-1), False, id="first-attempt-stored-one"),
     ],
 )
 async def test_a_retry_is_answered_only_when_the_first_attempt_stored_no_answer(
@@ -109,7 +115,7 @@ async def test_a_retry_is_answered_only_when_the_first_attempt_stored_no_answer(
     answered: bool,
 ) -> None:
     ts, later = clock.ts(), clock.ts()
-    await seed_claim(db, "C1", ts, status, lease)
+    await seed_job(db, "C1", ts, status, lease)
 
     response = await bot.send(mention("C1", ts), event_id="EvFirst", retry_num=1)
     # a later message in another channel: once it is answered, the retry has been dealt with
@@ -125,18 +131,18 @@ async def test_a_retry_is_answered_only_when_the_first_attempt_stored_no_answer(
 async def test_a_retry_after_a_503_before_anything_was_stored_is_answered(
     bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
 ) -> None:
-    """The first attempt cannot reach the claims table: 503, so Slack retries; it is answered."""
+    """The first attempt cannot reach the inbox: 503, so Slack retries; it is answered."""
     event = mention("C1", clock.ts())
-    async with db.claims.engine.begin() as connection:
-        await connection.run_sync(SlackEventRow.__table__.drop)
+    async with db.inbox.engines.writes.begin() as connection:
+        await connection.run_sync(InboxRow.__table__.drop)
 
     failed = await bot.send(event, event_id="Ev1")
 
     assert failed.status_code == 503
     assert [c.method for c in fake_slack.calls] == ["auth.test"] and not fake_openai.requests
     assert await db.history.messages("C1") == []
-    async with db.claims.engine.begin() as connection:
-        await connection.run_sync(SlackEventRow.__table__.create)
+    async with db.inbox.engines.writes.begin() as connection:
+        await connection.run_sync(InboxRow.__table__.create)
 
     retried = await bot.send(event, event_id="Ev1", retry_num=1)
 
@@ -144,7 +150,7 @@ async def test_a_retry_after_a_503_before_anything_was_stored_is_answered(
     await answered_once(bot, fake_slack, db, "C1")
 
 
-async def test_a_retry_answers_again_when_the_dead_first_attempt_stored_only_the_question(
+async def test_a_retry_goes_on_with_the_turn_the_dead_first_attempt_began(
     bot: RunningBot,
     fake_slack: FakeSlack,
     db: Database,
@@ -152,12 +158,13 @@ async def test_a_retry_answers_again_when_the_dead_first_attempt_stored_only_the
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """The first attempt put its working sign up, began its turn (the question is stored)
-    and died: the claim says no answer was stored -> the retry answers (the sign already up
-    is no fault), and the dead turn is marked interrupted."""
+    and died -> the retry takes the job over and goes on with that turn (the sign already up
+    is no fault): the question is stored once, and the one turn is answered."""
     ts = clock.ts()
-    await seed_claim(db, "C1", ts, "received", timedelta(seconds=-1))
+    await seed_job(db, "C1", ts, "queued", timedelta(seconds=-1))
     record = TurnRecord(channel_id="C1", user_id="U1", slack_ts=ts, model="m", api_mode="chat")
-    await db.history.begin_turn(record, Message.user("hello", user_id="U1", slack_ts=ts))
+    user = Message.user("hello", user_id="U1", slack_ts=ts)
+    await TurnStore(db.history.engines).begin(record, user, 12_000)
     dead = AsyncWebClient(token=fake_slack.bot_token, base_url=fake_slack.api_url)
     await dead.reactions_add(channel="C1", timestamp=ts, name="eyes")
 
@@ -168,5 +175,27 @@ async def test_a_retry_answers_again_when_the_dead_first_attempt_stored_only_the
     assert [c.error for c in fake_slack.calls_to("reactions.add")] == [None, "already_reacted"]
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING and "react" in r.message]
     assert [p["text"] for p in posts(fake_slack, "C1")] == ["You said: hello"]
-    assert [m.role for m in await db.history.messages("C1")] == ["user", "user", "assistant"]
-    assert [t.outcome for t in await db.history.turns("C1")] == ["interrupted", "answered"]
+    assert [m.role for m in await db.history.messages("C1")] == ["user", "assistant"]
+    assert [t.outcome for t in await db.history.turns("C1")] == ["answered"]
+
+
+async def test_a_retry_posts_the_answer_the_dead_first_attempt_stored_without_asking_again(
+    bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
+) -> None:
+    """The first attempt stored its whole turn and died before posting -> the retry posts
+    that answer; the model is not asked again."""
+    ts = clock.ts()
+    await seed_job(db, "C1", ts, "queued", timedelta(seconds=-1))
+    turns = TurnStore(db.history.engines)
+    record = TurnRecord(channel_id="C1", user_id="U1", slack_ts=ts, model="m", api_mode="chat")
+    begun = await turns.begin(record, Message.user("hello", user_id="U1", slack_ts=ts), 12_000)
+    record.outcome = Outcome.ANSWERED
+    await turns.finish(begun.turn, record, [Message.assistant("stored before the crash")])
+
+    await bot.send(mention("C1", ts), retry_num=1)
+    await fake_slack.wait_for(lambda s: bool(posts(s, "C1")))
+    await bot.idle()
+
+    assert [p["text"] for p in posts(fake_slack, "C1")] == ["stored before the crash"]
+    assert fake_openai.requests == []
+    assert [t.outcome for t in await db.history.turns("C1")] == ["answered"]

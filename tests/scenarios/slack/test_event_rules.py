@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from bot.agent.service import Incoming
+from bot.agent.conversations import Incoming
 from bot.slack.events import (
     Deletion,
     Edit,

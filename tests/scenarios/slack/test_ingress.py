@@ -41,7 +41,7 @@ async def nothing_happened(
     assert [c.method for c in slack.calls] == ["auth.test"]
     assert openai.requests == []
     assert await db.history.messages(channel) == []
-    assert await db.claims.status(channel, ts) is None
+    assert await db.inbox.status(channel, ts) is None
 
 
 def forged(body: str, case: str) -> tuple[str, dict[str, str]]:

@@ -10,7 +10,7 @@ import random
 import pytest
 from sqlalchemy import select
 
-from bot.store.models import SlackEventRow
+from bot.store.models import InboxRow
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.conftest import (
@@ -95,9 +95,9 @@ async def test_a_deleted_message_leaves_the_stored_history(
     contents = [m.content for m in await db.history.messages("C1")]
     assert "forget me" not in contents and "keep me" in contents
     assert len(contents) == 3
-    # nor does the claim that answered it once keep a copy (the other one does, for a day)
-    copies = select(SlackEventRow.message_ts, SlackEventRow.question)
-    async with db.claims.engine.connect() as connection:
+    # nor does the job that answered it once keep a copy (the other one does, for a day)
+    copies = select(InboxRow.key, InboxRow.payload)
+    async with db.inbox.engines.reads.connect() as connection:
         kept = dict((await connection.execute(copies)).all())
     assert kept[deleted] is None and kept[kept_ts]["text"] == "keep me"
 

@@ -1,6 +1,6 @@
-"""Shutting the Slack runtime down, through the real app: no new work, the turns in flight
-get their time, then are stopped and their claims handed back, so that another process (or
-this one's next start) answers them."""
+"""Shutting the Slack runtime down, through the real app: no new work, the jobs in hand get
+their time, then are stopped and handed back, so that another process (or this one's next
+start) answers them."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import time
 
 import pytest
 
+from bot.jobs import Job
+from bot.jobs.inbox import Inbox
+from bot.jobs.postgres import PostgresJobs
 from tests.fakes.openai_server import FakeOpenAI, Hang
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.conftest import Clock, Database, RunningBot, mention, posts
@@ -45,10 +48,10 @@ async def test_the_turns_in_flight_finish_and_no_new_one_is_taken(
     await shut_down(bot, drain_s=10)
 
     assert [p["text"] for p in posts(fake_slack, "C1")] == ["You said: hello"] * 2
-    assert [await db.claims.status("C1", ts) for ts in stamps] == ["done", "done"]
+    assert [await db.inbox.status("C1", ts) for ts in stamps] == ["done", "done"]
     late = clock.ts()
     assert (await bot.send(mention("C1", late))).status_code == 503  # Slack sends it again
-    assert await db.claims.status("C1", late) is None
+    assert await db.inbox.status("C1", late) is None
 
 
 async def test_what_does_not_finish_in_time_is_stopped_and_handed_back(
@@ -64,8 +67,16 @@ async def test_what_does_not_finish_in_time_is_stopped_and_handed_back(
     assert posts(fake_slack, "C1") == []  # no answer, and no failure notice
     removed = [c.args["timestamp"] for c in fake_slack.calls_to("reactions.remove")]
     assert sorted(removed) == stamps  # the working signs came down
-    # nothing was answered: both claims are handed back, and another process takes them
-    assert [await db.claims.status("C1", ts) for ts in stamps] == ["received", "received"]
-    taken = await db.claims.take_over_abandoned()
-    assert sorted(t.question["ts"] for t in taken) == stamps
-    assert await db.claims.take_over_abandoned() == []  # once
+    # nothing was answered: both jobs are handed back, and another process (PostgreSQL) or
+    # the next start (SQLite) takes them over, once
+    assert [await db.inbox.status("C1", ts) for ts in stamps] == ["queued", "queued"]
+    other = Inbox(db.inbox.engines)
+    assert sorted(job.key for job in await taken_over(other)) == stamps
+    assert await taken_over(other) == []
+
+
+async def taken_over(inbox: Inbox) -> list[Job]:
+    """What another process takes over (the next start, on SQLite)."""
+    if inbox.engines.dialect == "sqlite":
+        return await inbox.left_over()
+    return await PostgresJobs(inbox)._take_over()

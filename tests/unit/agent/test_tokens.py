@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from bot.agent import tokens
-from bot.agent.service import Incoming
+from bot.agent.conversations import Incoming
 from bot.agent.tokens import MESSAGE_OVERHEAD, count_message, count_text
 from bot.messages import Message, ToolCall
 from tests.fakes.openai_server import FakeOpenAI
+from tests.stored_turns import history
 
 
 def test_ordinary_text_is_counted_exactly() -> None:
@@ -73,5 +74,5 @@ async def test_a_megabyte_message_is_answered(make_services, fake_openai: FakeOp
     fake_openai.script("That is a lot of text.")
     reply = await services.conversations.handle(Incoming("C1", "word " * 240_000, "U1"))
     assert reply.ok and reply.text == "That is a lot of text."
-    (user, _answer) = await services.store.messages("C1")
+    (user, _answer) = await history(services).messages("C1")
     assert user.tokens == MESSAGE_OVERHEAD + 300_000

@@ -8,7 +8,7 @@ import aiohttp
 import pytest
 from slack_sdk.http_retry.async_handler import HttpRequest, RetryState
 
-from bot.slack.replies import NoDoublePostRetryHandler
+from bot.slack.poster import NoDoublePostRetryHandler
 
 
 def call_to(method: str) -> HttpRequest:

@@ -17,4 +17,4 @@ async def test_a_channel_name_is_stored_and_renamed(database_url: str) -> None:
         (session,) = await store.list_sessions()
         assert (session.channel_id, session.name) == ("C1", "général-2")
     finally:
-        await store.engine.dispose()
+        await store.engines.dispose()

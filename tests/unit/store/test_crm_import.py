@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from bot.cli.crm import crm
 from bot.store.crm import CrmImportError, CrmStore
-from bot.store.db import create_engine, sessionmaker
+from bot.store.db import create_engine
 from bot.store.models import AccountRow, ContactRow
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -34,7 +34,7 @@ def store(engine: AsyncEngine) -> CrmStore:
 
 
 async def counts(engine: AsyncEngine) -> tuple[int, int]:
-    async with sessionmaker(engine)() as session:
+    async with async_sessionmaker(engine)() as session:
         contacts = await session.scalar(select(func.count()).select_from(ContactRow))
         accounts = await session.scalar(select(func.count()).select_from(AccountRow))
     return contacts or 0, accounts or 0
@@ -74,7 +74,7 @@ async def test_importing_again_updates(
     assert ana["email"] == "ana@acme.example"
     assert ana["title"] == "COO"
     assert ana["phone"] == "+351 21 000 1001"  # no phone column: left alone
-    async with sessionmaker(engine)() as session:
+    async with async_sessionmaker(engine)() as session:
         row = await session.get(ContactRow, "c-101")
         assert row is not None and row.attributes == {}  # the empty cell removed the key
         new = await session.get(ContactRow, "c-999")

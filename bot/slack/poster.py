@@ -1,13 +1,15 @@
-"""Everything the bot posts: the working sign, the answer in chunks, the failure notice,
-cards with buttons, and the live message or status a turn shows while it runs.
+"""Poster: every Web API write of the bot: the working sign, the answer in chunks, the
+failure notice, cards with buttons, and the live message or status a turn shows.
 
 A Slack error here is logged and ends that post, never the process: the turn is already
 stored, and other channels keep being served.
 
 Slack takes no idempotency key, so the client does not send a post again once it may have
 reached Slack (``NoDoublePostRetryHandler``). Each message carries an id of its own in its
-metadata instead: when the connection drops after the request went out, the thread is read
-back and the message is posted again only if that id is not there.
+metadata instead (``post_id``): when the connection drops after the request went out, the
+thread is read back and the message is posted again only if that id is not there. The
+posts of a turn have ids derived from the turn, so a process that takes a job over looks
+for them first (``look_first``) and never posts one twice.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetr
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot.agent.service import Reply
+from bot.agent.conversations import Reply
 from bot.slack.events import Question, Thread
 from bot.slack.format import escape, format_answer
 from bot.slack.pacing import ChannelPacer
@@ -71,7 +73,7 @@ class NoDoublePostRetryHandler(AsyncConnectionErrorRetryHandler):
         )
 
 
-class Replies:
+class Poster:
     """Posts to Slack for turns (``chat:write``, ``reactions:write``, ``assistant:write``;
     a lost post is looked for with ``channels/groups/im/mpim:history``)."""
 
@@ -88,12 +90,11 @@ class Replies:
             ),
         )
 
-    async def finished(self, question: Question) -> None:
+    async def finished(self, channel: str, ts: str) -> None:
+        """The working sign comes down from the person's message ``ts``."""
         await self._quietly(
             "reactions.remove",
-            self.client.reactions_remove(
-                channel=question.channel, timestamp=question.ts, name=WORKING_REACTION
-            ),
+            self.client.reactions_remove(channel=channel, timestamp=ts, name=WORKING_REACTION),
         )
 
     async def channel_name(self, channel: str) -> str | None:
@@ -103,9 +104,19 @@ class Replies:
         info = await self._quietly("conversations.info", call)
         return None if info is None else info["channel"].get("name")
 
-    async def answer(self, thread: Thread, reply: Reply, into: str | None = None) -> None:
+    async def answer(
+        self,
+        thread: Thread,
+        reply: Reply,
+        into: str | None = None,
+        *,
+        post_id: str | None = None,
+        look_first: bool = False,
+    ) -> None:
         """The answer as mrkdwn chunks in order, or the failure as one plain message.
-        ``into``: a message of the bot's (the streamed answer) that becomes the first chunk."""
+        ``into``: a message of the bot's (the streamed answer) that becomes the first chunk.
+        ``post_id``: the chunks' ids are derived from it; ``look_first``: a chunk already in
+        the thread is not posted again."""
         if reply.ok:
             chunks = format_answer(reply.text)
         else:  # the core's message is already short and plain
@@ -115,20 +126,37 @@ class Replies:
             chunks = chunks[1:]
         elif into is not None:
             await self.delete(thread.channel, into)
+        shown = await self._post_ids(thread) if look_first and post_id else {}
         async with self.pacer.turn(thread.channel) as pace:
-            for chunk in chunks:
+            for number, chunk in enumerate(chunks):
+                chunk_id = f"{post_id}.{number}" if post_id else None
+                if chunk_id in shown:
+                    continue
                 await pace()
-                if await self._send(thread, chunk) is None:
+                if await self._send(thread, chunk, post_id=chunk_id) is None:
                     return  # the rest would fail the same way, and out of order
 
     async def failed(self, thread: Thread) -> None:
         await self.post(thread, SOMETHING_WENT_WRONG)
 
-    async def post(self, thread: Thread, text: str, blocks: Blocks | None = None) -> str | None:
-        """One message in the thread, paced with the channel's other posts; its ts."""
+    async def post(
+        self,
+        thread: Thread,
+        text: str,
+        blocks: Blocks | None = None,
+        *,
+        post_id: str | None = None,
+        look_first: bool = False,
+    ) -> str | None:
+        """One message in the thread, paced with the channel's other posts; its ts.
+        ``look_first``: when a message with ``post_id`` is in the thread, that one's ts."""
+        if look_first and post_id:
+            found = await self._posted(thread, post_id)
+            if found is not None:
+                return found
         async with self.pacer.turn(thread.channel) as pace:
             await pace()
-            return await self._send(thread, text, blocks)
+            return await self._send(thread, text, blocks, post_id=post_id)
 
     async def update(self, channel: str, ts: str, text: str, blocks: Blocks | None = None) -> bool:
         # blocks=[] takes a card's buttons away: the text is all that is left
@@ -159,8 +187,10 @@ class Replies:
         )
         await self._quietly("assistant.threads.setTitle", call)
 
-    async def _send(self, thread: Thread, text: str, blocks: Blocks | None = None) -> str | None:
-        post_id = uuid.uuid4().hex
+    async def _send(
+        self, thread: Thread, text: str, blocks: Blocks | None = None, post_id: str | None = None
+    ) -> str | None:
+        post_id = post_id or uuid.uuid4().hex
 
         def post() -> Awaitable[AsyncSlackResponse]:
             return self.client.chat_postMessage(
@@ -191,21 +221,26 @@ class Replies:
         return posted.get("ts") if posted is not None else None
 
     async def _posted(self, thread: Thread, post_id: str) -> str | None:
-        """The ts of the message carrying ``post_id``, if Slack has it. None when it does not,
-        and when Slack cannot be asked: a message shown twice beats an answer lost."""
+        """The ts of the message carrying ``post_id``, if Slack has it."""
+        return (await self._post_ids(thread)).get(post_id)
+
+    async def _post_ids(self, thread: Thread) -> dict[str, str]:
+        """The bot's messages where a post to ``thread`` lands: ts by post id. Empty when
+        Slack cannot be asked: a message shown twice beats an answer lost."""
+        found = {}
         try:
             for message in await self._messages_around(thread):
                 metadata = message.get("metadata") or {}
                 payload = metadata.get("event_payload") or {}
-                if metadata.get("event_type") == POST_EVENT and payload.get("post_id") == post_id:
-                    return str(message["ts"])
+                if metadata.get("event_type") == POST_EVENT and payload.get("post_id"):
+                    found[str(payload["post_id"])] = str(message["ts"])
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
             log.warning(
-                "could not look for the message in %s (%s): posting it again",
+                "could not look for the bot's messages in %s (%s): posting again",
                 thread.channel,
                 _reason(exc),
             )
-        return None
+        return found
 
     async def _messages_around(self, thread: Thread) -> list[dict[str, Any]]:
         """The messages where a post to ``thread`` lands, with their metadata."""

@@ -1,0 +1,59 @@
+"""Sessions: the stored conversations as people review and forget them, the one API the
+admin pages and ``bot history`` share (documents from bot.documents, rows from the store)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Any
+
+from bot.documents import ExportFormat, export_lines, session_document
+from bot.messages import Message, SessionSummary, TurnRecord
+from bot.store.history import HistoryStore
+
+
+class Sessions:
+    """Every method raises StoreError when the database fails."""
+
+    def __init__(self, history: HistoryStore) -> None:
+        self._history = history
+
+    async def summaries(self) -> list[SessionSummary]:
+        """Every session, most recently active first."""
+        return await self._history.list_sessions()
+
+    async def with_text(self, text: str) -> set[str]:
+        """The channels with a message containing ``text``."""
+        return await self._history.channels_with_text(text)
+
+    async def exists(self, channel_id: str) -> bool:
+        return await self._history.has_channel(channel_id)
+
+    async def read(self, channel_id: str) -> tuple[list[Message], list[TurnRecord]]:
+        """One session's messages and turns, in order."""
+        return await self._history.messages(channel_id), await self._history.turns(channel_id)
+
+    async def document(self, channel_id: str) -> dict[str, Any]:
+        """The ``history show --json`` document."""
+        messages, turns = await self.read(channel_id)
+        return session_document(channel_id, messages, turns)
+
+    def export(self, channel_id: str | None, export_format: ExportFormat) -> AsyncIterator[str]:
+        """Every stored message (of one channel, or all) as export lines, streamed."""
+        return export_lines(self._history.iter_messages(channel_id), export_format)
+
+    async def delete(self, channel_id: str) -> int:
+        """Forget one session; how many messages went."""
+        return await self._history.delete_channel(channel_id)
+
+    async def purge(self, older_than: datetime) -> int:
+        """Retention: forget messages older than ``older_than``; how many went."""
+        return await self._history.purge(older_than)
+
+    async def name(self, channel_id: str, name: str) -> None:
+        """Remember the channel's name (Slack's), for the sessions list."""
+        await self._history.set_channel_name(channel_id, name)
+
+    async def ping(self) -> bool:
+        """Whether the database answers."""
+        return await self._history.ping()

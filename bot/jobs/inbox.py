@@ -1,0 +1,187 @@
+"""Inbox: the table of jobs, keyed by (channel, key), and the statements on it that both
+backends share. Only bot.jobs writes it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from sqlalchemy import and_, delete, or_, select, tuple_, update
+
+from bot.jobs import Job
+from bot.messages import utcnow
+from bot.store.db import Engines, insert_for, store_errors
+from bot.store.models import InboxRow
+
+QUEUED = "queued"
+DONE = "done"
+FAILED = "failed"
+
+_INBOX = InboxRow.__table__
+_KEY = tuple_(_INBOX.c.channel_id, _INBOX.c.key)
+
+Key = tuple[str, str]
+
+
+class Added(Enum):
+    """What submitting a job did."""
+
+    NEW = "new"
+    #: it was there, failed or abandoned: now it is this process's, to do again
+    TAKEN_OVER = "taken over"
+    #: it was there already, and is (or was) done by its holder
+    DUPLICATE = "duplicate"
+
+
+class Inbox:
+    """The jobs table, for one process (``holder``)."""
+
+    def __init__(self, engines: Engines) -> None:
+        self.engines = engines
+        #: names this process on the jobs it holds
+        self.holder = uuid.uuid4().hex
+        self._insert = insert_for(self.engines.dialect)
+
+    @store_errors
+    async def add(self, job: Job, lease_until: datetime | None) -> tuple[Added, Job]:
+        """Put ``job`` in the inbox, or take over the one there if it failed or its holder's
+        lease ran out (``lease_until`` None: this process's jobs have no lease, as on
+        SQLite, where a job without one is this process's, or left by its last run)."""
+        now = utcnow()
+        row = {
+            "channel_id": job.channel,
+            "key": job.key,
+            "kind": job.kind,
+            "event_id": job.event_id,
+            "payload": job.payload,
+            "status": QUEUED,
+            "holder": self.holder,
+            "lease_until": lease_until,
+            "created_at": now,
+            "updated_at": now,
+        }
+        async with self.engines.writes.begin() as connection:
+            inserted = await connection.scalar(
+                self._insert(_INBOX)
+                .values(row)
+                .on_conflict_do_nothing(index_elements=["channel_id", "key"])
+                .returning(_INBOX.c.key)
+            )
+            if inserted is not None:
+                return Added.NEW, job
+            # seen before: a Slack retry, or the same message delivered twice; one UPDATE
+            # decides, so two retries (or a retry and a sweep) cannot both win
+            abandoned = or_(
+                _INBOX.c.status == FAILED,
+                and_(_INBOX.c.status == QUEUED, _INBOX.c.lease_until < now),
+            )
+            taken = (
+                await connection.execute(
+                    update(_INBOX)
+                    .where(_KEY == (job.channel, job.key), abandoned)
+                    .values(
+                        status=QUEUED, holder=self.holder, lease_until=lease_until, updated_at=now
+                    )
+                    .returning(_INBOX)
+                )
+            ).first()
+        if taken is None:
+            return Added.DUPLICATE, job
+        return Added.TAKEN_OVER, job_from(taken)
+
+    @store_errors
+    async def finish(self, job: Job, *, done: bool) -> None:
+        """``done``: never again; else failed, and a Slack retry may do it again."""
+        async with self.engines.writes.begin() as connection:
+            await connection.execute(
+                update(_INBOX)
+                .where(_KEY == (job.channel, job.key), _INBOX.c.holder == self.holder)
+                .values(status=DONE if done else FAILED, lease_until=None, updated_at=utcnow())
+            )
+
+    @store_errors
+    async def note(self, job: Job, notes: dict[str, Any]) -> None:
+        async with self.engines.writes.begin() as connection:
+            await connection.execute(
+                update(_INBOX)
+                .where(_KEY == (job.channel, job.key), _INBOX.c.holder == self.holder)
+                .values(notes=notes, updated_at=utcnow())
+            )
+
+    @store_errors
+    async def forget(self, channel: str, key: str) -> None:
+        """The message was deleted in Slack: a finished job keeps no copy of it (one still
+        to do needs its copy, should its holder die)."""
+        async with self.engines.writes.begin() as connection:
+            await connection.execute(
+                update(_INBOX)
+                .where(_KEY == (channel, key), _INBOX.c.status.in_((DONE, FAILED)))
+                .values(payload=None, notes=None)
+            )
+
+    @store_errors
+    async def left_over(self) -> list[Job]:
+        """Every job still queued by another holder (the last run, on SQLite), now this
+        process's, in order."""
+        async with self.engines.writes.begin() as connection:
+            rows = (
+                await connection.execute(
+                    update(_INBOX)
+                    .where(
+                        _INBOX.c.status == QUEUED,
+                        _INBOX.c.payload.is_not(None),
+                        _INBOX.c.holder != self.holder,
+                    )
+                    .values(holder=self.holder, updated_at=utcnow())
+                    .returning(_INBOX)
+                )
+            ).all()
+        return sorted((job_from(row) for row in rows), key=lambda job: job.key)
+
+    @store_errors
+    async def hand_back(self, keys: Collection[Key]) -> None:
+        """Jobs this process stops before they were done: their leases end now."""
+        if not keys:
+            return
+        now = utcnow()
+        async with self.engines.writes.begin() as connection:
+            await connection.execute(
+                update(_INBOX)
+                .where(
+                    _KEY.in_(list(keys)), _INBOX.c.holder == self.holder, _INBOX.c.status == QUEUED
+                )
+                .values(lease_until=now, updated_at=now)
+            )
+
+    @store_errors
+    async def status(self, channel: str, key: str) -> str | None:
+        async with self.engines.reads.connect() as connection:
+            return await connection.scalar(select(_INBOX.c.status).where(_KEY == (channel, key)))
+
+    @store_errors
+    async def forget_before(self, moment: datetime) -> int:
+        """Drop jobs untouched since ``moment``: finished ones (Slack stops retrying minutes
+        after an event), and any left with no payload to do them from."""
+        async with self.engines.writes.begin() as connection:
+            deleted = await connection.execute(
+                delete(_INBOX).where(
+                    _INBOX.c.updated_at < moment,
+                    or_(_INBOX.c.status != QUEUED, _INBOX.c.payload.is_(None)),
+                )
+            )
+            return deleted.rowcount or 0
+
+
+def job_from(row: Any) -> Job:
+    return Job(
+        channel=row.channel_id,
+        key=row.key,
+        kind=row.kind,
+        payload=row.payload or {},
+        event_id=row.event_id,
+        notes=row.notes or {},
+        resumed=True,
+    )

@@ -1,0 +1,87 @@
+"""Approvals: what the bot's buttons do, and approval requests that expire.
+
+Only the person who asked, or one of ADMIN_SLACK_USERS, may press; anyone else is told so
+in a message only they see, and nothing runs. A press is a job of its channel (keyed by its
+action_ts), so it runs after the work before it and at most once, in any process; the
+stopped turn lives in the database, and ``Conversations.resume`` claims it atomically, so a
+second press runs nothing twice. Whatever message the press says it came from, only the
+card recorded for the turn is ever edited.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from bot.agent.conversations import Conversations
+from bot.agent.loop import RUN
+from bot.messages import Decision, Outcome
+from bot.slack.cards import APPROVE, CONTINUE, DECLINE
+from bot.slack.delivery import EXPIRED, Delivery
+from bot.slack.events import Press, Thread
+
+log = logging.getLogger(__name__)
+
+BUTTONS = frozenset({APPROVE, DECLINE, CONTINUE})
+ONLY_THE_REQUESTER = "Only the person who asked (or a bot admin) can answer this request."
+ALREADY_HANDLED = "This request has already been answered."
+DECLINED = "The person who asked cancelled this action, so it was not done."
+#: the state a turn waits in for each button
+WAITING = {
+    APPROVE: Outcome.AWAITING_APPROVAL,
+    DECLINE: Outcome.AWAITING_APPROVAL,
+    CONTINUE: Outcome.MAX_ROUNDS,
+}
+
+
+class Approvals:
+    def __init__(self, delivery: Delivery, admins: list[str]) -> None:
+        self.delivery = delivery
+        self.conversations: Conversations = delivery.conversations
+        self.poster = delivery.poster
+        self.admins = frozenset(admins)
+
+    async def press(self, press: Press, *, resumed: bool = False) -> bool:
+        """Do what a press asks, if its presser may; True once it is dealt with."""
+        turn = await self.conversations.turn(press.turn_id)
+        if turn is None or turn.channel_id != press.channel:
+            log.warning("press on unknown turn %s in %s", press.turn_id, press.channel)
+            return True
+        card = turn.state.card or {}
+        thread = Thread(press.channel, card.get("thread_ts") or None)
+        if press.user != turn.user_id and press.user not in self.admins:
+            log.info("%s may not answer turn %s", press.user, press.turn_id)
+            await self.poster.tell(thread, press.user, ONLY_THE_REQUESTER)
+            return True
+        if resumed and turn.outcome == Outcome.RUNNING:  # its process died while it went on
+            await self.delivery.resume(thread, press.turn_id, resumed=True)
+            return True
+        if turn.outcome != WAITING[press.action]:
+            expired = turn.outcome == Outcome.EXPIRED
+            if expired:
+                await self.delivery.settle(turn, f":hourglass: {EXPIRED}")
+            await self.poster.tell(thread, press.user, EXPIRED if expired else ALREADY_HANDLED)
+            return True
+        if press.action == CONTINUE:
+            if card:
+                text = f"Continued by <@{press.user}>."
+                await self.poster.update(card["channel"], card["ts"], text)
+            await self.delivery.resume(thread, press.turn_id)
+            return True
+        approved = press.action == APPROVE
+        decision = RUN if approved else Decision("decline", DECLINED)
+        decisions = {call.id: decision for call in self.conversations.pending_writes(turn)}
+        verdict = ":white_check_mark: Approved" if approved else ":x: Cancelled"
+        await self.delivery.settle(turn, f"{verdict} by <@{press.user}>")
+        reply = await self.delivery.resume(thread, press.turn_id, decisions)
+        if reply is not None and reply.outcome == Outcome.EXPIRED:
+            await self.delivery.settle(turn, f":hourglass: {EXPIRED}")
+        return True
+
+    async def expire(self) -> int:
+        """Approval requests left unanswered for APPROVAL_TIMEOUT_S expire, and their cards
+        say so (a card updated twice reads the same). How many."""
+        expired = await self.conversations.expire_approvals()
+        for turn in expired:
+            log.info("approval request of turn %s expired", turn.id)
+            await self.delivery.settle(turn, f":hourglass: {EXPIRED}")
+        return len(expired)

@@ -1,0 +1,165 @@
+"""Worker: the bot's jobs (bot.jobs) as Slack sees them, after Slack got its ack.
+
+* A question: the working sign goes up as soon as it is acknowledged (``acknowledged``);
+  when its job runs it is answered (Delivery), then the sign comes down. A question taken
+  over from a process that died first has that process's step message deleted.
+* A change: a message deleted or edited in Slack is deleted or edited in the history too.
+* A press: see Approvals.
+* Channel names (for the admin pages) are asked of Slack once per channel and process,
+  after its first answer, one at a time at conversations.info's pace (a Tier 3 method: 50
+  or so a minute), so a burst of new channels neither waits for them nor trips the limit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+
+from bot.agent.conversations import Conversations
+from bot.agent.sessions import Sessions
+from bot.errors import StoreError
+from bot.jobs import Job
+from bot.jobs.runner import Jobs
+from bot.slack.approvals import Approvals
+from bot.slack.delivery import Delivery
+from bot.slack.events import CHANGE, PRESS, QUESTION, Edit, Press, Question, change_of
+from bot.slack.poster import Poster
+
+log = logging.getLogger(__name__)
+
+#: one conversations.info at most this often (Slack's Tier 3: 50 or more a minute)
+NAME_EVERY_S = 1.2
+#: the job's note: the ts of its live step message, once posted
+STEP_MESSAGE = "step_ts"
+
+Key = tuple[str, str]
+
+
+class Worker:
+    """Does the jobs of the inbox (``jobs.start(worker)``)."""
+
+    def __init__(
+        self,
+        delivery: Delivery,
+        approvals: Approvals,
+        sessions: Sessions,
+        jobs: Jobs,
+    ) -> None:
+        self.delivery = delivery
+        self.approvals = approvals
+        self.conversations: Conversations = delivery.conversations
+        self.poster: Poster = delivery.poster
+        self.sessions = sessions
+        self.jobs = jobs
+        #: the working signs being put up, by question
+        self._signs: dict[Key, asyncio.Task[None]] = {}
+        #: channels whose name this process has asked Slack for, or will
+        self._named: set[str] = set()
+        self._to_name: collections.deque[str] = collections.deque()
+        self._namer: asyncio.Task[None] | None = None
+        self._last_named = float("-inf")
+
+    def acknowledged(self, question: Question) -> None:
+        """A question was taken on: show that the bot is working on it."""
+        self._sign_up(question)
+
+    async def __call__(self, job: Job) -> bool:
+        if job.kind == QUESTION:
+            return await self._answer(job, Question.from_dict(job.payload))
+        if job.kind == CHANGE:
+            return await self._follow(job)
+        if job.kind == PRESS:
+            return await self.approvals.press(Press.from_dict(job.payload), resumed=job.resumed)
+        log.warning("job %s in %s of unknown kind %r: dropped", job.key, job.channel, job.kind)
+        return True
+
+    async def close(self) -> None:
+        """After the jobs stopped: the signs still up come down, the namer stops."""
+        for key in list(self._signs):
+            channel, ts = key
+            await self._sign_down(channel, ts)
+        if self._namer is not None:
+            self._namer.cancel()
+            await asyncio.gather(self._namer, return_exceptions=True)
+
+    async def _answer(self, job: Job, question: Question) -> bool:
+        if job.resumed:
+            self._sign_up(question)  # the person sees it being worked on again
+            dead = job.notes.get(STEP_MESSAGE)
+            if dead:  # the dead process's live step message
+                await self.poster.delete(question.channel, dead)
+
+        async def posted(ts: str) -> None:
+            await self.jobs.note(job, {STEP_MESSAGE: ts})
+
+        answered = False
+        try:
+            answered = await self.delivery.answer(question, resumed=job.resumed, on_posted=posted)
+        except asyncio.CancelledError:
+            raise  # stopped at shutdown: another process (or the next start) takes it over
+        except Exception:
+            # the core never raises for model, tool or database failures: this is a bug
+            log.exception("answering %s in %s failed", question.ts, question.channel)
+            await self.poster.failed(question.thread)
+        finally:
+            await asyncio.shield(self._sign_down(question.channel, question.ts))
+        if answered:
+            self._learn_name(question.channel)
+        return answered
+
+    async def _follow(self, job: Job) -> bool:
+        change = change_of(job.payload)
+        done = "edited" if isinstance(change, Edit) else "deleted"
+        try:
+            if isinstance(change, Edit):
+                changed = await self.conversations.edit(change.channel, change.ts, change.text)
+            else:
+                changed = await self.conversations.delete(change.channel, change.ts)
+                await self.jobs.forget(change.channel, change.ts)
+        except StoreError:
+            log.exception(
+                "message %s in %s was %s in Slack but not in the stored history",
+                change.ts,
+                change.channel,
+                done,
+            )
+            return False
+        log.info(
+            "message %s %s in %s: %d stored message(s)", change.ts, done, change.channel, changed
+        )
+        return True
+
+    def _sign_up(self, question: Question) -> None:
+        key = (question.channel, question.ts)
+        if key not in self._signs:
+            self._signs[key] = asyncio.create_task(self.delivery.working(question))
+
+    async def _sign_down(self, channel: str, ts: str) -> None:
+        sign = self._signs.pop((channel, ts), None)
+        if sign is not None:
+            await asyncio.gather(sign, return_exceptions=True)  # up before it comes down
+        await self.poster.finished(channel, ts)
+
+    def _learn_name(self, channel: str) -> None:
+        """Once per channel and process, after an answer (a DM has no name)."""
+        if channel in self._named or channel.startswith("D"):
+            return
+        self._named.add(channel)
+        self._to_name.append(channel)
+        if self._namer is None or self._namer.done():
+            self._namer = asyncio.create_task(self._learn_names())
+
+    async def _learn_names(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._to_name:
+            await asyncio.sleep(self._last_named + NAME_EVERY_S - loop.time())
+            self._last_named = loop.time()
+            channel = self._to_name.popleft()
+            name = await self.poster.channel_name(channel)
+            if name is None:
+                continue
+            try:
+                await self.sessions.name(channel, name)
+            except StoreError:
+                log.warning("could not store the name of %s", channel)
