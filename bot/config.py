@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import ipaddress
+import json
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.errors import SettingsError
 
@@ -18,6 +21,9 @@ _HINTS = {
     "OPENAI_API_KEY": "your OpenAI API key (or any key your OpenAI-compatible server accepts)",
     "DATABASE_URL": "sqlite:///./bot.db or postgresql://user:password@host:5432/dbname",
     "LLM_API": "chat or responses",
+    "OPENAI_DEFAULT_HEADERS": 'a JSON object of header names and values, e.g. {"X-Team": "ops"}',
+    "OPENAI_REASONING_EFFORT": "none, minimal, low, medium, high or xhigh",
+    "OPENAI_TEMPERATURE": "a number from 0 to 2, e.g. 0.2",
     "LOG_FORMAT": "text or json",
     "WRITE_APPROVAL": "on or off",
     "STREAM_ANSWERS": "on or off",
@@ -30,7 +36,20 @@ _HINTS = {
     "TURN_DEADLINE_S": "a number of seconds, e.g. 300",
     "APPROVAL_TIMEOUT_S": "a number of seconds, e.g. 86400",
     "PORT": "a TCP port number, e.g. 3000",
+    "HOST": "0.0.0.0 (every interface), 127.0.0.1, :: or a host name",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR",
+}
+
+
+_HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*")
+
+#: what to do about a choice of settings ("A or B") of which neither is set
+_CHOICES = {
+    "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET": (
+        "choose how Slack reaches the bot: Socket Mode (the manifest's default) with "
+        f"{_HINTS['SLACK_APP_TOKEN']} in SLACK_APP_TOKEN, or the HTTP Events API with "
+        f"{_HINTS['SLACK_SIGNING_SECRET']} in SLACK_SIGNING_SECRET and `bot run --http`"
+    ),
 }
 
 
@@ -79,6 +98,14 @@ class Settings(BaseSettings):
     """Model name."""
     LLM_API: Literal["chat", "responses"] = "chat"
     """`chat` (Chat Completions) or `responses` (Responses API)."""
+    OPENAI_DEFAULT_HEADERS: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
+    """Headers sent with every model request (a JSON object), e.g. for a gateway."""
+    OPENAI_REASONING_EFFORT: Literal["none", "minimal", "low", "medium", "high", "xhigh"] | None = (
+        None
+    )
+    """How hard a reasoning model thinks; unset: the server's default (not sent)."""
+    OPENAI_TEMPERATURE: float | None = Field(None, ge=0, le=2)
+    """Sampling temperature; unset: the server's default (not sent)."""
     MAX_TOOL_ROUNDS: int = Field(5, ge=1, le=50)
     """Tool rounds per turn before the answer is forced."""
     HISTORY_TOKEN_BUDGET: int = Field(12000, ge=0)
@@ -104,7 +131,7 @@ class Settings(BaseSettings):
     """Jira Server / Data Center personal access token."""
     JIRA_PROJECT: str | None = None
     """Project key for new tickets when the model names none."""
-    JIRA_ALLOWED_PROJECTS: list[str] | None = None
+    JIRA_ALLOWED_PROJECTS: Annotated[list[str] | None, NoDecode] = None
     """Comma list of project keys tickets may be created in; JIRA_PROJECT when unset."""
 
     MCP_CONFIG: Path | None = None
@@ -112,11 +139,13 @@ class Settings(BaseSettings):
 
     DATABASE_URL: str = "sqlite:///./bot.db"
     """sqlite:///... or postgresql://...; the async driver is chosen here."""
+    HOST: str = "0.0.0.0"
+    """The address `bot run` listens on (0.0.0.0: every IPv4 interface)."""
     PORT: int = Field(3000, ge=1, le=65535)
     """HTTP port of the Events API endpoint, /healthz and /admin."""
     ADMIN_TOKEN: str | None = None
     """Enables /admin; unset = /admin answers 404."""
-    ADMIN_SLACK_USERS: list[str] = Field(default_factory=list)
+    ADMIN_SLACK_USERS: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Comma list of Slack user IDs who may approve any write."""
     WRITE_APPROVAL: bool = True
     """on: a writing tool waits for the requester's approval; off: it runs at once."""
@@ -136,10 +165,31 @@ class Settings(BaseSettings):
         lambda cls, v: _comma_list(v)
     )
 
+    @field_validator("OPENAI_DEFAULT_HEADERS", mode="before")
+    @classmethod
+    def _json_object(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise ValueError("not valid JSON") from None
+
     @field_validator("LOG_LEVEL", mode="before")
     @classmethod
     def _upper(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+    @field_validator("HOST")
+    @classmethod
+    def _address(cls, value: str) -> str:
+        value = value.strip()
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            if not _HOST_NAME.fullmatch(value):
+                raise ValueError("not an IP address or a host name") from None
+        return value
 
     @field_validator("DATABASE_URL")
     @classmethod
@@ -158,10 +208,23 @@ class Settings(BaseSettings):
         return [self.JIRA_PROJECT.upper()] if self.JIRA_PROJECT else []
 
     def require(self, *names: str) -> None:
-        """Raise SettingsError naming the first of ``names`` that is unset."""
-        for name in names:
-            if not getattr(self, name):
-                raise SettingsError(f"{name} is not set: put {_hint(name)} in it (or in .env).")
+        """Raise one SettingsError naming every one of ``names`` that is unset. A name may be
+        a choice, ``"A or B"``: it is met when either is set."""
+        missing = [name for name in names if not any(map(self._is_set, name.split(" or ")))]
+        if len(missing) == 1 and " or " not in missing[0]:
+            name = missing[0]
+            raise SettingsError(f"{name} is not set: put {_hint(name)} in it (or in .env).")
+        if missing:
+            todo = "; ".join(_todo(name) for name in missing)
+            if len(missing) == 1:  # a choice
+                what = "neither {} nor {} is set".format(*missing[0].split(" or "))
+            else:
+                what = _listed([f"either {n}" if " or " in n else n for n in missing])
+                what += " are not set"
+            raise SettingsError(f"{what}: {todo} (in the environment or .env).")
+
+    def _is_set(self, name: str) -> bool:
+        return bool(getattr(self, name))
 
     def system_prompt(self, default: str) -> str:
         if self.SYSTEM_PROMPT:
@@ -192,12 +255,42 @@ def _hint(name: str) -> str:
     return _HINTS.get(name, "a value")
 
 
+def _todo(name: str) -> str:
+    return _CHOICES.get(name) or f"put {_hint(name)} in {name}"
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+class _LogFormat(BaseSettings):
+    model_config = Settings.model_config
+    LOG_FORMAT: str = "text"
+
+
+def requested_log_format() -> str:
+    """LOG_FORMAT alone (``json`` or ``text``), for reporting that the other settings are
+    wrong in the format the logs would have had."""
+    try:
+        return "json" if _LogFormat().LOG_FORMAT == "json" else "text"
+    except ValidationError:
+        return "text"
+
+
 def load_settings(**overrides: object) -> Settings:
     """Read the settings once; a malformed one becomes a one-line SettingsError."""
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        error = exc.errors()[0]
-        name = str(error["loc"][0]) if error["loc"] else "a setting"
-        reason = error["msg"].removeprefix("Value error, ")
-        raise SettingsError(f"{name} is invalid ({reason}): put {_hint(name)} in it.") from None
+        problems: dict[str, str] = {}
+        for error in exc.errors():
+            name, *inside = [str(part) for part in error["loc"]] or ["a setting"]
+            reason = error["msg"].removeprefix("Value error, ")
+            problems.setdefault(name, f"{'.'.join(inside)}: {reason}" if inside else reason)
+        if len(problems) == 1:
+            ((name, reason),) = problems.items()
+            message = f"{name} is invalid ({reason}): put {_hint(name)} in it."
+        else:
+            each = "; ".join(f"{n} ({why}): put {_hint(n)} in it" for n, why in problems.items())
+            message = f"{_listed(list(problems))} are invalid: {each}."
+        raise SettingsError(message) from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -12,11 +11,10 @@ from bot.agent.conversations import Conversations
 from bot.agent.loop import Loop
 from bot.agent.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.agent.sessions import Sessions
-from bot.agent.tokens import count_text
 from bot.config import Settings
 from bot.jobs import open_jobs
 from bot.jobs.runner import Jobs
-from bot.llm.base import ChatModel
+from bot.llm.base import ChatModel, ModelOptions
 from bot.llm.chat_completions import ChatCompletionsModel
 from bot.llm.responses import ResponsesModel
 from bot.store.crm import CrmStore
@@ -44,11 +42,6 @@ class Services:
     sessions: Sessions
     jobs: Jobs
 
-    async def warm_up(self) -> None:
-        """Load what the first turn would otherwise load (the tokenizer takes about a
-        second), so a server's first burst of mentions does not wait for it."""
-        await asyncio.to_thread(count_text, "warm up")
-
     async def close(self) -> None:
         await self.registry.close()  # MCP servers: sessions closed, processes stopped
         client = getattr(self.model, "client", None)
@@ -62,14 +55,16 @@ def build_model(settings: Settings) -> ChatModel:
     client = openai.AsyncOpenAI(
         api_key=settings.OPENAI_API_KEY,
         base_url=settings.OPENAI_BASE_URL,
+        default_headers=settings.OPENAI_DEFAULT_HEADERS or None,
         timeout=settings.MODEL_TIMEOUT_S,
         max_retries=2,
         # aiohttp, as slack_sdk uses: httpx's pool costs far more CPU with many turns at once
         http_client=openai.DefaultAioHttpClient(timeout=settings.MODEL_TIMEOUT_S),
     )
+    options = ModelOptions(settings.OPENAI_TEMPERATURE, settings.OPENAI_REASONING_EFFORT)
     if settings.LLM_API == "responses":
-        return ResponsesModel(client, settings.OPENAI_MODEL)
-    return ChatCompletionsModel(client, settings.OPENAI_MODEL)
+        return ResponsesModel(client, settings.OPENAI_MODEL, options)
+    return ChatCompletionsModel(client, settings.OPENAI_MODEL, options)
 
 
 def build_registry(settings: Settings, engines: Engines | None = None) -> ToolRegistry:

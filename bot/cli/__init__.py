@@ -36,6 +36,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="bot", prog_name="bot", message="%(prog)s %(version)s")
 def cli() -> None:
     """A Slack agent for Jira tickets and CRM look-ups, with reviewable histories."""
 
@@ -53,11 +54,22 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except SettingsError as exc:
-        click.echo(f"error: {exc}", err=True)
+        _report(str(exc))
         sys.exit(2)
     except BotError as exc:
-        click.echo(f"error: {exc}", err=True)
+        _report(str(exc))
         sys.exit(1)
     except KeyboardInterrupt:
         sys.exit(130)
     sys.exit(result if isinstance(result, int) else 0)
+
+
+def _report(text: str) -> None:
+    """The one error line, in the format of the logs (set up now if the command failed
+    before it set them up: a bad setting)."""
+    from bot.config import requested_log_format
+    from bot.logs import configure_logging, logs_configured, report_error
+
+    if not logs_configured():
+        configure_logging(fmt=requested_log_format())
+    report_error(text)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from bot.cli.common import prepare_database, settings_for
+from bot.cli.common import prepare_database, require_database, settings_for
 from bot.store import migrate
 
 
@@ -25,4 +25,5 @@ def upgrade() -> None:
 def current() -> None:
     """Show the database's revision."""
     settings = settings_for(log_level="WARNING")
+    require_database(settings)
     click.echo(migrate.current(settings.DATABASE_URL))

@@ -159,7 +159,7 @@ def purge(days: int, yes: bool) -> None:
 def _with_sessions(work: Callable[[Sessions], Awaitable[T]]) -> T:
     """Migrate, then run ``work`` against the sessions of a store built for this command."""
     settings = settings_for(log_level="WARNING")
-    prepare_database(settings)
+    prepare_database(settings, create=False)
 
     async def run() -> T:
         engines = create_engines(settings.DATABASE_URL)

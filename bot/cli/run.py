@@ -1,4 +1,5 @@
-"""``bot run``: migrate, then serve Slack (Socket Mode or HTTP) and /healthz, /admin on PORT.
+"""``bot run``: migrate, then serve Slack (Socket Mode or HTTP) and /healthz, /admin on
+HOST:PORT.
 
 SIGTERM or Ctrl-C: stop taking events, give the turns in flight up to 30 s, exit 0. A
 second Ctrl-C stops at once.
@@ -24,15 +25,21 @@ HTTP_GRACE_S = 5
 
 
 @click.command()
-@click.option("--http", "force_http", is_flag=True, help="Use HTTP even if SLACK_APP_TOKEN is set.")
+@click.option(
+    "--http",
+    "force_http",
+    is_flag=True,
+    help="Use the HTTP Events API (needs SLACK_SIGNING_SECRET) even if SLACK_APP_TOKEN is set.",
+)
 @click.option("--port", type=click.IntRange(1, 65535), help="HTTP port (default: PORT, 3000).")
 def run(force_http: bool, port: int | None) -> int:
     """Serve Slack: Socket Mode when SLACK_APP_TOKEN is set (and not --http), else the
     HTTP Events API at POST /slack/events. Either way /healthz and /admin are on the port."""
-    settings = settings_for("SLACK_BOT_TOKEN", "OPENAI_API_KEY")
+    settings = settings_for()
+    # Socket Mode needs the app token, HTTP the signing secret; without --http either will do
+    way_in = "SLACK_SIGNING_SECRET" if force_http else "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET"
+    settings.require("SLACK_BOT_TOKEN", "OPENAI_API_KEY", way_in)
     socket_mode = bool(settings.SLACK_APP_TOKEN) and not force_http
-    if not socket_mode:
-        settings.require("SLACK_SIGNING_SECRET")
     prepare_database(settings)
     # uvloop: a faster event loop for a server that handles hundreds of turns at once
     return uvloop.run(_serve(settings, socket_mode, port or settings.PORT))
@@ -45,7 +52,6 @@ async def _serve(settings: Settings, socket_mode: bool, port: int) -> int:
     from bot.wiring import build_services
 
     services = build_services(settings)
-    await services.warm_up()
     slack = SlackRuntime(settings, services, socket_mode=socket_mode)
     # what is loaded by now lives as long as the process: out of the collector's sight, a
     # full collection under load scans what turns create, not every module (~100 ms each)
@@ -53,7 +59,7 @@ async def _serve(settings: Settings, socket_mode: bool, port: int) -> int:
     gc.freeze()
     config = uvicorn.Config(
         create_app(services, slack),
-        host="0.0.0.0",
+        host=settings.HOST,
         port=port,
         lifespan="off",  # serving() below starts and stops everything
         log_config=None,

@@ -3,9 +3,11 @@ modes share."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 import openai
 
@@ -16,6 +18,16 @@ log = logging.getLogger(__name__)
 
 #: receives each piece of answer text as the model writes it (streamed answers)
 TextSink = Callable[[str], Awaitable[None]]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """What a request asks of the model beyond the conversation; None: the server's default."""
+
+    temperature: float | None = None
+    reasoning_effort: str | None = None
 
 
 class ChatModel(Protocol):
@@ -36,7 +48,83 @@ class ChatModel(Protocol):
     ) -> ModelReply: ...
 
 
-def model_error(exc: openai.OpenAIError) -> ModelError:
+class UnreadableReply(Exception):
+    """A reply that is not what the API promises (no ``choices``, a wrong type, ...); the
+    message says what, for the log."""
+
+
+def take(value: object, key: str, kind: type[T], where: str, *, required: bool = True) -> T:
+    """``value[key]``, checked to be a ``kind`` (None allowed when not ``required``)."""
+    if not isinstance(value, dict):
+        raise UnreadableReply(f"{where} is {_what(value)}, not an object")
+    found = value.get(key)
+    if found is None and not required:
+        return found  # type: ignore[return-value]
+    if not isinstance(found, kind) or (isinstance(found, bool) and kind is not bool):
+        raise UnreadableReply(f"{where}.{key} is {_what(found)}, not {kind.__name__}")
+    return found
+
+
+def count(value: object, key: str) -> int:
+    """A token count of a usage object; what is missing or not a count is 0."""
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) else 0
+
+
+async def stream_events(
+    client: openai.AsyncOpenAI, path: str, body: dict[str, Any]
+) -> AsyncIterator[object]:
+    """POST ``body`` with ``stream`` on; its events as JSON, read as they come (one that is
+    not JSON is an UnreadableReply). Use it under ``contextlib.aclosing``."""
+    stream = await client.post(
+        path,
+        body={**body, "stream": True},
+        cast_to=object,
+        stream=True,
+        stream_cls=openai.AsyncStream[object],
+    )
+    async with stream:
+        events = aiter(stream)
+        while True:
+            try:
+                event = await anext(events)
+            except StopAsyncIteration:
+                return
+            except ValueError as exc:  # the SDK's json.loads of the event
+                raise UnreadableReply(f"a streamed event is not JSON ({exc})") from None
+            yield event
+
+
+@contextlib.contextmanager
+def model_errors(api: str) -> Iterator[None]:
+    """Turn what a request to the model server raised into the ModelError to show."""
+    try:
+        yield
+    except openai.OpenAIError as exc:
+        raise model_error(exc, api) from exc
+    except UnreadableReply as exc:
+        raise bad_reply(api, str(exc)) from None
+
+
+def bad_reply(api: str, problem: str) -> ModelError:
+    log.error(
+        "the model server's reply could not be read (%s); check that OPENAI_BASE_URL is an "
+        "OpenAI-compatible server and that it serves LLM_API=%s",
+        problem[:300],
+        api,
+    )
+    return ModelError(
+        "The model server sent a reply the bot cannot read. Please try again; if it keeps "
+        "happening, tell an admin.",
+        kind="bad_reply",
+    )
+
+
+def _what(value: Any) -> str:
+    return "missing" if value is None else type(value).__name__
+
+
+def model_error(exc: openai.OpenAIError, api: str = "chat") -> ModelError:
     """What went wrong, in words a Slack user can read; no key, URL or body."""
     if isinstance(exc, openai.APITimeoutError):
         return ModelTimeout()
@@ -64,6 +152,15 @@ def model_error(exc: openai.OpenAIError) -> ModelError:
                 "credentials). Please tell an admin.",
                 kind="auth",
             )
+        if isinstance(exc, openai.NotFoundError) and api == "responses" and not _about_model(exc):
+            log.error(
+                "the model server has no Responses API (404 for /responses): set LLM_API=chat"
+            )
+            return ModelError(
+                "The model server does not offer the Responses API. Please tell an admin to "
+                "set LLM_API=chat.",
+                kind="no_responses_api",
+            )
         if code == "context_length_exceeded":
             return ModelError("The conversation is too long for the model.", kind="context_length")
         if exc.status_code >= 500:
@@ -83,3 +180,8 @@ def _error_code(exc: openai.APIStatusError) -> str | None:
     body = exc.body if isinstance(exc.body, dict) else {}
     error = body.get("error", body) if isinstance(body, dict) else {}
     return error.get("code") or error.get("type") if isinstance(error, dict) else None
+
+
+def _about_model(exc: openai.APIStatusError) -> bool:
+    """A 404 about the model (OPENAI_MODEL unknown), not about the path."""
+    return _error_code(exc) == "model_not_found" or "model" in str(exc.body).lower()

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import aclosing
 from typing import Any
 
 import openai
 
-from bot.llm.base import TextSink, model_error
+from bot.llm.base import (
+    ModelOptions,
+    TextSink,
+    UnreadableReply,
+    count,
+    model_errors,
+    stream_events,
+    take,
+)
 from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage
 
 
@@ -16,9 +25,12 @@ class ChatCompletionsModel:
 
     api = "chat"
 
-    def __init__(self, client: openai.AsyncOpenAI, model: str) -> None:
+    def __init__(
+        self, client: openai.AsyncOpenAI, model: str, options: ModelOptions | None = None
+    ) -> None:
         self.client = client
         self.model = model
+        self.options = options or ModelOptions()
 
     # Requests go through ``client.post`` rather than ``chat.completions.create``: the
     # latter walks every message through its TypedDict transform, several milliseconds of
@@ -37,60 +49,98 @@ class ChatCompletionsModel:
         request: dict[str, Any] = {"model": self.model, "messages": to_wire(system, messages)}
         if tools:
             request["tools"] = [tool_to_wire(t) for t in tools]
-        try:
+        if self.options.temperature is not None:
+            request["temperature"] = self.options.temperature
+        if self.options.reasoning_effort is not None:
+            request["reasoning_effort"] = self.options.reasoning_effort
+        with model_errors(self.api):
             if on_text is not None:
                 return await self._stream(request, on_text)
-            response = await self.client.post("/chat/completions", body=request, cast_to=object)
-        except openai.OpenAIError as exc:
-            raise model_error(exc) from exc
-        choice = response["choices"][0]
-        message = choice["message"]
-        calls = tuple(
-            ToolCall(c["id"], c["function"]["name"], c["function"].get("arguments") or "")
-            for c in message.get("tool_calls") or ()
-            if c.get("type") == "function"
-        )
-        usage = response.get("usage") or {}
-        return ModelReply(
-            content=message.get("content"),
-            tool_calls=calls,
-            usage=Usage(usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0),
-            finish=choice.get("finish_reason") or "stop",
-        )
+            return _reply(await self.client.post("/chat/completions", body=request, cast_to=object))
 
     async def _stream(self, request: dict[str, Any], on_text: TextSink) -> ModelReply:
-        text: list[str] = []
-        calls: dict[int, dict[str, str]] = {}
-        finish = "stop"
-        usage = Usage()
-        stream = await self.client.chat.completions.create(
-            **request, stream=True, stream_options={"include_usage": True}
+        reply = _StreamedReply()
+        body = {**request, "stream_options": {"include_usage": True}}
+        async with aclosing(stream_events(self.client, "/chat/completions", body)) as chunks:
+            async for chunk in chunks:
+                text = reply.add(chunk)
+                if text:
+                    await on_text(text)
+        return reply.done()
+
+
+def _reply(response: object) -> ModelReply:
+    """A ModelReply from a chat completion, as JSON."""
+    choices = take(response, "choices", list, "the reply")
+    if not choices:
+        raise UnreadableReply("the reply has no choices")
+    choice = choices[0]
+    message = take(choice, "message", dict, "choices[0]")
+    calls = tuple(
+        _call(c, f"message.tool_calls[{i}]")
+        for i, c in enumerate(take(message, "tool_calls", list, "message", required=False) or ())
+        if not isinstance(c, dict) or c.get("type", "function") == "function"
+    )
+    usage = take(response, "usage", dict, "the reply", required=False)
+    return ModelReply(
+        content=take(message, "content", str, "message", required=False),
+        tool_calls=calls,
+        usage=Usage(count(usage, "prompt_tokens"), count(usage, "completion_tokens")),
+        finish=take(choice, "finish_reason", str, "choices[0]", required=False) or "stop",
+    )
+
+
+def _call(call: object, where: str) -> ToolCall:
+    function = take(call, "function", dict, where)
+    arguments = take(function, "arguments", str, f"{where}.function", required=False)
+    name = take(function, "name", str, f"{where}.function")
+    return ToolCall(take(call, "id", str, where), name, arguments or "")
+
+
+class _StreamedReply:
+    """A reply put together from streamed chunks (as JSON)."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: dict[int, dict[str, str]] = {}
+        self.finish = "stop"
+        self.usage = Usage()
+
+    def add(self, chunk: object) -> str | None:
+        """Take one chunk in; its piece of answer text, if any."""
+        usage = take(chunk, "usage", dict, "a chunk", required=False)
+        if usage:
+            self.usage = Usage(count(usage, "prompt_tokens"), count(usage, "completion_tokens"))
+        choices = take(chunk, "choices", list, "a chunk", required=False)
+        if not choices:
+            return None
+        choice = choices[0]
+        delta = take(choice, "delta", dict, "a chunk's choice")
+        for part in take(delta, "tool_calls", list, "a delta", required=False) or ():
+            self._add_call(part)
+        finish = take(choice, "finish_reason", str, "a chunk's choice", required=False)
+        self.finish = finish or self.finish
+        content = take(delta, "content", str, "a delta", required=False)
+        if content:
+            self.text.append(content)
+        return content
+
+    def _add_call(self, part: object) -> None:
+        where = "a tool call delta"
+        call = self.calls.setdefault(
+            take(part, "index", int, where), {"id": "", "name": "", "arguments": ""}
         )
-        async for chunk in stream:
-            if chunk.usage:
-                usage = Usage(chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
-            if not chunk.choices:
-                continue
-            choice = chunk.choices[0]
-            delta = choice.delta
-            if delta.content:
-                text.append(delta.content)
-                await on_text(delta.content)
-            for part in delta.tool_calls or ():
-                call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
-                if part.id:
-                    call["id"] = part.id
-                if part.function and part.function.name:
-                    call["name"] = part.function.name
-                if part.function and part.function.arguments:
-                    call["arguments"] += part.function.arguments
-            if choice.finish_reason:
-                finish = choice.finish_reason
+        call["id"] = take(part, "id", str, where, required=False) or call["id"]
+        function = take(part, "function", dict, where, required=False) or {}
+        call["name"] = take(function, "name", str, where, required=False) or call["name"]
+        call["arguments"] += take(function, "arguments", str, where, required=False) or ""
+
+    def done(self) -> ModelReply:
         return ModelReply(
-            content="".join(text) or None,
-            tool_calls=tuple(ToolCall(**calls[i]) for i in sorted(calls)),
-            usage=usage,
-            finish=finish,
+            content="".join(self.text) or None,
+            tool_calls=tuple(ToolCall(**self.calls[i]) for i in sorted(self.calls)),
+            usage=self.usage,
+            finish=self.finish,
         )
 
 

@@ -6,13 +6,26 @@ The history is kept locally and replayed whole (``store=False``), so no server-s
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from contextlib import aclosing
 from typing import Any
 
 import openai
 
-from bot.llm.base import TextSink, model_error
+from bot.errors import ModelError
+from bot.llm.base import (
+    ModelOptions,
+    TextSink,
+    UnreadableReply,
+    count,
+    model_errors,
+    stream_events,
+    take,
+)
 from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage
+
+log = logging.getLogger(__name__)
 
 
 class ResponsesModel:
@@ -20,9 +33,12 @@ class ResponsesModel:
 
     api = "responses"
 
-    def __init__(self, client: openai.AsyncOpenAI, model: str) -> None:
+    def __init__(
+        self, client: openai.AsyncOpenAI, model: str, options: ModelOptions | None = None
+    ) -> None:
         self.client = client
         self.model = model
+        self.options = options or ModelOptions()
 
     async def complete(
         self,
@@ -39,45 +55,68 @@ class ResponsesModel:
         }
         if tools:
             request["tools"] = [tool_to_wire(t) for t in tools]
-        try:
+        if self.options.temperature is not None:
+            request["temperature"] = self.options.temperature
+        if self.options.reasoning_effort is not None:
+            request["reasoning"] = {"effort": self.options.reasoning_effort}
+        with model_errors(self.api):
             if on_text is not None:
-                response = await self._stream(request, on_text)
-            else:
-                # plain JSON both ways through client.post: see ChatCompletionsModel for why
-                response = await self.client.post("/responses", body=request, cast_to=object)
-        except openai.OpenAIError as exc:
-            raise model_error(exc) from exc
-        return _reply(response)
+                return _reply(await self._stream(request, on_text))
+            # plain JSON both ways through client.post: see ChatCompletionsModel for why
+            return _reply(await self.client.post("/responses", body=request, cast_to=object))
 
-    async def _stream(self, request: dict[str, Any], on_text: TextSink) -> dict[str, Any]:
-        async with self.client.responses.stream(**request) as stream:
-            async for event in stream:
-                if event.type == "response.output_text.delta" and event.delta:
-                    await on_text(event.delta)
-            final = await stream.get_final_response()
-        return final.model_dump(mode="json")
+    async def _stream(self, request: dict[str, Any], on_text: TextSink) -> object:
+        """Stream the text to ``on_text``; the finished response, as JSON."""
+        async with aclosing(stream_events(self.client, "/responses", request)) as events:
+            async for event in events:
+                kind = take(event, "type", str, "a streamed event")
+                if kind == "response.output_text.delta":
+                    await on_text(take(event, "delta", str, "a text delta"))
+                elif kind in _FINAL_EVENTS:
+                    return take(event, "response", dict, kind)
+                elif kind == "error":
+                    raise _failed(event)
+        raise UnreadableReply("the stream ended before the response was complete")
 
 
-def _reply(response: dict[str, Any]) -> ModelReply:
+#: the events that carry the whole response when it is over
+_FINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
+
+
+def _failed(error: object) -> ModelError:
+    """The server gave up on the response (a ``failed`` status or an ``error`` event)."""
+    code = error.get("code") if isinstance(error, dict) else None
+    log.warning("the model server failed the response (%s)", code or "no code")
+    return ModelError("The model server had an error. Please try again in a minute.", kind="server")
+
+
+def _reply(response: object) -> ModelReply:
     """A ModelReply from a Responses API response, as JSON."""
+    status = take(response, "status", str, "the reply", required=False)
+    if status == "failed":
+        raise _failed(take(response, "error", dict, "the reply", required=False))
     text: list[str] = []
     calls: list[ToolCall] = []
-    for item in response.get("output") or ():
-        if item.get("type") == "message":
-            text.extend(
-                part["text"] for part in item.get("content") or () if part["type"] == "output_text"
-            )
-        elif item.get("type") == "function_call":
-            calls.append(ToolCall(item["call_id"], item["name"], item.get("arguments") or ""))
+    for i, item in enumerate(take(response, "output", list, "the reply")):
+        where = f"output[{i}]"
+        kind = take(item, "type", str, where)
+        if kind == "message":
+            for j, part in enumerate(take(item, "content", list, where, required=False) or ()):
+                if take(part, "type", str, f"{where}.content[{j}]") == "output_text":
+                    text.append(take(part, "text", str, f"{where}.content[{j}]"))
+        elif kind == "function_call":
+            call_id, name = take(item, "call_id", str, where), take(item, "name", str, where)
+            arguments = take(item, "arguments", str, where, required=False) or ""
+            calls.append(ToolCall(call_id, name, arguments))
     finish = "tool_calls" if calls else "stop"
-    if response.get("status") == "incomplete":
-        reason = (response.get("incomplete_details") or {}).get("reason")
-        finish = "content_filter" if reason == "content_filter" else "length"
-    usage = response.get("usage") or {}
+    if status == "incomplete":
+        details = take(response, "incomplete_details", dict, "the reply", required=False) or {}
+        finish = "content_filter" if details.get("reason") == "content_filter" else "length"
+    usage = take(response, "usage", dict, "the reply", required=False)
     return ModelReply(
         content="".join(text) or None,
         tool_calls=tuple(calls),
-        usage=Usage(usage.get("input_tokens") or 0, usage.get("output_tokens") or 0),
+        usage=Usage(count(usage, "input_tokens"), count(usage, "output_tokens")),
         finish=finish,
     )
 

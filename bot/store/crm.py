@@ -1,125 +1,28 @@
-"""CRM records (accounts and their contacts) in the bot's own database, and the CSV import.
-
-``contacts.csv`` columns: ``id, name, email, phone, title, account_id``; ``accounts.csv``:
-``id, name, industry, tier, owner, notes``. Only ``id`` and ``name`` are required; other
-columns are kept in ``attributes``. An import upserts by id in one transaction, after checking
-every row: any problem aborts it with a ``CrmImportError`` listing ``file:line: problem``.
-"""
+"""CRM records (accounts and their contacts) in the bot's own database: the reads of the CRM
+tools and of ``bot crm list|show``, and the CSV import (in bot.store.crm_import)."""
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
-from bot.errors import BotError
+from bot.store.crm_import import CrmImportError, ImportSummary, import_csv
 from bot.store.db import Engines
 from bot.store.models import AccountRow, ContactRow
 
-#: at most this many problems are listed in a CrmImportError
-MAX_PROBLEMS = 20
-#: ids are looked up in chunks of this size (database parameter limits)
-_CHUNK = 500
-
-#: known columns and their maximum length (the column sizes of the tables)
-CONTACT_COLUMNS = {
-    "id": 64,
-    "name": 300,
-    "email": 300,
-    "phone": 100,
-    "title": 200,
-    "account_id": 64,
-}
-ACCOUNT_COLUMNS = {
-    "id": 64,
-    "name": 300,
-    "industry": 200,
-    "tier": 100,
-    "owner": 200,
-    "notes": 100_000,
-}
-REQUIRED = ("id", "name")
-
-
-class CrmImportError(BotError):
-    """A CSV file has problems; nothing was imported. ``problems`` are ``file:line: what``
-    (the first MAX_PROBLEMS of ``total``); ``str()`` is a headline and one line each."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.total = len(problems)
-        self.problems = problems[:MAX_PROBLEMS]
-        lines = [f"CRM import failed, nothing was imported ({_plural(self.total, 'problem')}):"]
-        lines += self.problems
-        if self.total > MAX_PROBLEMS:
-            lines.append(f"... and {self.total - MAX_PROBLEMS} more")
-        super().__init__("\n".join(lines))
-
-
-@dataclass
-class ImportSummary:
-    """What an import did, per file."""
-
-    contacts_created: int = 0
-    contacts_updated: int = 0
-    accounts_created: int = 0
-    accounts_updated: int = 0
-    contacts_imported: bool = False
-    accounts_imported: bool = False
-
-    def describe(self) -> str:
-        """E.g. 'Imported 12 contacts (10 new, 2 updated) and 4 accounts (4 new).'"""
-        parts = []
-        if self.contacts_imported:
-            parts.append(_count("contact", self.contacts_created, self.contacts_updated))
-        if self.accounts_imported:
-            parts.append(_count("account", self.accounts_created, self.accounts_updated))
-        return f"Imported {' and '.join(parts) or 'nothing'}."
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _count(noun: str, created: int, updated: int) -> str:
-    text = _plural(created + updated, noun)
-    details = [f"{n} {label}" for n, label in ((created, "new"), (updated, "updated")) if n]
-    return f"{text} ({', '.join(details)})" if details else text
-
-
-@dataclass
-class _Row:
-    line: int
-    #: every known column, None when empty or absent from the file
-    values: dict[str, str | None]
-    #: the known columns the file has (an update leaves the others alone)
-    present: list[str]
-    attributes: dict[str, str | None] = field(default_factory=dict)
-
-
-class _Problems:
-    """Problems found while checking, reported in file and line order."""
-
-    def __init__(self) -> None:
-        self.items: list[tuple[str, int, str]] = []
-
-    def add(self, path: Path, line: int, what: str) -> None:
-        self.items.append((str(path), line, what))
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-    def lines(self) -> list[str]:
-        return [f"{file}:{line}: {what}" for file, line, what in sorted(self.items)]
+__all__ = ["CrmImportError", "CrmStore", "ImportSummary"]
 
 
 class CrmStore:
-    """Reads and imports CRM records; works on SQLite and PostgreSQL."""
+    """Reads and imports CRM records; works on SQLite and PostgreSQL.
+
+    A ``query`` matches a record when every one of its words is part of one of the record's
+    searched fields (case-insensitive): a contact's name, email or account name; an account's
+    name, industry or owner. An empty query matches every record."""
 
     def __init__(self, engines: Engines | AsyncEngine) -> None:
         engines = Engines.of(engines)
@@ -127,30 +30,53 @@ class CrmStore:
         self._reads = async_sessionmaker(engines.reads, expire_on_commit=False)
 
     async def find_contacts(self, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        """Contacts whose name, email or account name contains every word of ``query``
-        (case-insensitive), ordered by name."""
-        words = query.lower().split()
-        if not words:
+        """Up to ``limit`` contacts matching ``query``, ordered by name; none for no words."""
+        if not query.split():
             return []
-        account_name = AccountRow.name
-        conditions = [
-            or_(
-                func.lower(ContactRow.name).contains(word, autoescape=True),
-                func.lower(ContactRow.email).contains(word, autoescape=True),
-                func.lower(account_name).contains(word, autoescape=True),
-            )
-            for word in words
-        ]
+        return await self.contacts(query, max(1, limit))
+
+    async def contacts(self, query: str = "", limit: int | None = None) -> list[dict[str, Any]]:
+        """The contacts matching ``query``, ordered by name, each with its account's name."""
+        fields = (ContactRow.name, ContactRow.email, AccountRow.name)
         statement = (
-            select(ContactRow, account_name)
+            select(ContactRow, AccountRow.name)
             .outerjoin(AccountRow, AccountRow.id == ContactRow.account_id)
-            .where(and_(*conditions))
+            .where(*_every_word(query, fields))
             .order_by(ContactRow.name, ContactRow.id)
-            .limit(max(1, limit))
+            .limit(limit)
         )
         async with self._reads() as session:
             rows = (await session.execute(statement)).all()
         return [_contact(contact, name) for contact, name in rows]
+
+    async def accounts(self, query: str = "", limit: int | None = None) -> list[dict[str, Any]]:
+        """The accounts matching ``query``, ordered by name, each with its count of contacts."""
+        contacts = (
+            select(func.count(ContactRow.id))
+            .where(ContactRow.account_id == AccountRow.id)
+            .scalar_subquery()
+        )
+        fields = (AccountRow.name, AccountRow.industry, AccountRow.owner)
+        statement = (
+            select(AccountRow, contacts)
+            .where(*_every_word(query, fields))
+            .order_by(AccountRow.name, AccountRow.id)
+            .limit(limit)
+        )
+        async with self._reads() as session:
+            rows = (await session.execute(statement)).all()
+        return [{**_account(account), "contact_count": count} for account, count in rows]
+
+    async def get_contact(self, contact_id: str) -> dict[str, Any] | None:
+        """The contact with its attributes and its account's name, or None."""
+        async with self._reads() as session:
+            contact = await session.get(ContactRow, contact_id.strip())
+            if contact is None:
+                return None
+            account_id = contact.account_id
+            account = await session.get(AccountRow, account_id) if account_id else None
+        found = _contact(contact, account.name if account else None)
+        return {**found, "attributes": contact.attributes or {}}
 
     async def get_account(self, account_id: str) -> dict[str, Any] | None:
         """The account with its contacts (ordered by name), or None."""
@@ -166,13 +92,7 @@ class CrmStore:
                 )
             ).all()
         return {
-            "id": account.id,
-            "name": account.name,
-            "industry": account.industry,
-            "tier": account.tier,
-            "owner": account.owner,
-            "notes": account.notes,
-            "attributes": account.attributes or {},
+            **_account(account),
             "contacts": [
                 {"id": c.id, "name": c.name, "email": c.email, "title": c.title} for c in contacts
             ],
@@ -182,38 +102,15 @@ class CrmStore:
         self, contacts: Path | None = None, accounts: Path | None = None
     ) -> ImportSummary:
         """Upsert both files by id in one transaction, or raise CrmImportError and change
-        nothing."""
-        if contacts is None and accounts is None:
-            raise ValueError("give a contacts file, an accounts file or both")
-        problems = _Problems()
-        account_rows = _read(accounts, ACCOUNT_COLUMNS, problems) if accounts else []
-        contact_rows = _read(contacts, CONTACT_COLUMNS, problems) if contacts else []
-        summary = ImportSummary(
-            contacts_imported=contacts is not None, accounts_imported=accounts is not None
-        )
-        async with self._writes() as session, session.begin():
-            if contacts is not None:
-                wanted = {r.values["account_id"] for r in contact_rows} - {None}
-                wanted -= {r.values["id"] for r in account_rows}
-                known = await _existing(session, AccountRow, wanted)
-                for row in contact_rows:
-                    account_id = row.values["account_id"]
-                    if account_id in wanted and account_id not in known:
-                        where = f"in neither {accounts.name} nor" if accounts else "not in"
-                        problems.add(
-                            contacts, row.line, f"account_id {account_id!r} is {where} the database"
-                        )
-            if problems:
-                raise CrmImportError(problems.lines())
-            if accounts is not None:
-                summary.accounts_created, summary.accounts_updated = await _upsert(
-                    session, AccountRow, account_rows
-                )
-            if contacts is not None:
-                summary.contacts_created, summary.contacts_updated = await _upsert(
-                    session, ContactRow, contact_rows
-                )
-        return summary
+        nothing (see bot.store.crm_import)."""
+        return await import_csv(self._writes, contacts, accounts)
+
+
+def _every_word(query: str, fields: Sequence[Any]) -> list[ColumnElement[bool]]:
+    return [
+        or_(*(func.lower(f).contains(word, autoescape=True) for f in fields))
+        for word in query.lower().split()
+    ]
 
 
 def _contact(contact: ContactRow, account_name: str | None) -> dict[str, Any]:
@@ -228,141 +125,13 @@ def _contact(contact: ContactRow, account_name: str | None) -> dict[str, Any]:
     }
 
 
-def _read(path: Path, columns: dict[str, int], problems: _Problems) -> list[_Row]:
-    """Parse and check one file, adding what is wrong to ``problems``."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        problems.add(path, 0, f"cannot be read ({exc.strerror})")
-        return []
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        start = exc.start
-        line = data.count(b"\n", 0, start) + 1
-        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
-        problems.add(
-            path,
-            line,
-            f"not valid UTF-8 (byte 0x{data[start]:02x} at column {column}); "
-            "save the file as UTF-8",
-        )
-        return []
-
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    rows: list[_Row] = []
-    first_line: dict[str, int] = {}
-    header: list[str] | None = None
-    line = 1
-    while True:
-        try:
-            record = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            problems.add(path, line, f"malformed CSV ({exc}) in the record starting here")
-            return rows
-        start, line = line, reader.line_num + 1
-        if header is None:
-            header = [name.strip().lower() for name in record]
-            if not _check_header(path, header, problems):
-                return []
-            continue
-        if not any(value.strip() for value in record):
-            continue  # blank line
-        if len(record) != len(header):
-            problems.add(path, start, f"expected {len(header)} fields, found {len(record)}")
-            continue
-        values: dict[str, str | None] = dict.fromkeys(columns)
-        attributes: dict[str, str | None] = {}
-        for name, raw in zip(header, record, strict=True):
-            value = raw.strip() or None
-            if name in columns:
-                values[name] = value
-                if value is not None and len(value) > columns[name]:
-                    problems.add(path, start, f"{name} is longer than {columns[name]} characters")
-            else:
-                attributes[name] = value
-        for name in REQUIRED:
-            if values[name] is None:
-                problems.add(path, start, f"{name} is empty")
-        row_id = values["id"]
-        if row_id is not None:
-            if row_id in first_line:
-                problems.add(
-                    path, start, f"duplicate id {row_id!r} (first on line {first_line[row_id]})"
-                )
-            else:
-                first_line[row_id] = start
-        present = [name for name in header if name in columns]
-        rows.append(_Row(start, values, present, attributes))
-    if header is None:
-        problems.add(path, 1, "the file is empty; expected a header line")
-    return rows
-
-
-def _check_header(path: Path, header: list[str], problems: _Problems) -> bool:
-    ok = True
-    missing = [name for name in REQUIRED if name not in header]
-    if missing:
-        problems.add(
-            path,
-            1,
-            f"missing required column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
-            f"(the header has: {', '.join(header) or 'nothing'})",
-        )
-        ok = False
-    seen: set[str] = set()
-    for position, name in enumerate(header, start=1):
-        if not name:
-            problems.add(path, 1, f"column {position} has no name")
-            ok = False
-        elif name in seen:
-            problems.add(path, 1, f"column {name!r} appears twice")
-            ok = False
-        seen.add(name)
-    return ok
-
-
-async def _existing(
-    session: AsyncSession, model: type[AccountRow] | type[ContactRow], ids: Iterable[str]
-) -> set[str]:
-    found: set[str] = set()
-    wanted = sorted(ids)
-    for i in range(0, len(wanted), _CHUNK):
-        chunk = wanted[i : i + _CHUNK]
-        found.update(await session.scalars(select(model.id).where(model.id.in_(chunk))))
-    return found
-
-
-async def _upsert(
-    session: AsyncSession, model: type[AccountRow] | type[ContactRow], rows: list[_Row]
-) -> tuple[int, int]:
-    """Insert new ids, update existing ones: columns present in the file are overwritten
-    (an empty cell clears), attributes are merged (an empty cell removes the key)."""
-    existing: dict[str, Any] = {}
-    ids = [r.values["id"] for r in rows]
-    for i in range(0, len(ids), _CHUNK):
-        chunk = ids[i : i + _CHUNK]
-        for obj in await session.scalars(select(model).where(model.id.in_(chunk))):
-            existing[obj.id] = obj
-    created = updated = 0
-    for row in rows:
-        obj = existing.get(row.values["id"])
-        if obj is None:
-            obj = model(**row.values, attributes={})
-            session.add(obj)
-            created += 1
-        else:
-            for name in row.present:
-                setattr(obj, name, row.values[name])
-            updated += 1
-        attributes = dict(obj.attributes or {})
-        for name, value in row.attributes.items():
-            if value is None:
-                attributes.pop(name, None)
-            else:
-                attributes[name] = value
-        obj.attributes = attributes
-    await session.flush()
-    return created, updated
+def _account(account: AccountRow) -> dict[str, Any]:
+    return {
+        "id": account.id,
+        "name": account.name,
+        "industry": account.industry,
+        "tier": account.tier,
+        "owner": account.owner,
+        "notes": account.notes,
+        "attributes": account.attributes or {},
+    }

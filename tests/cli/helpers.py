@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
 #: settings that would leak in from a developer's shell and change what is tested
 _SCRUBBED_PREFIXES = (
     "SLACK_",
@@ -43,3 +45,26 @@ def run_bot(
         timeout=timeout,
         check=False,
     )
+
+
+def import_examples(env: dict[str, str], cwd: Path) -> None:
+    """``bot crm import`` of the sample contacts and accounts in ``examples/``."""
+    imported = run_bot(
+        "crm",
+        "import",
+        "--contacts",
+        str(EXAMPLES / "contacts.csv"),
+        "--accounts",
+        str(EXAMPLES / "accounts.csv"),
+        env=env,
+        cwd=cwd,
+    )
+    assert imported.returncode == 0, imported.stderr
+
+
+def one_line(stderr: str) -> str:
+    """The only line of ``stderr``, which holds no traceback."""
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]

@@ -136,6 +136,7 @@ def test_unreachable_database_is_one_line(tmp_path) -> None:
 
 def test_db_upgrade_and_current(tmp_path) -> None:
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    (tmp_path / "fresh.db").touch()  # an empty file: SQLite's empty database
     before = run_bot("db", "current", env={"DATABASE_URL": url}, cwd=tmp_path)
     assert before.returncode == 0 and "none" in before.stdout
     upgraded = run_bot("db", "upgrade", env={"DATABASE_URL": url}, cwd=tmp_path)

@@ -4,16 +4,13 @@ OpenAI server, the real CRM tables with the example CSVs, and the strict fake Ji
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from tests.cli.helpers import run_bot
+from tests.cli.helpers import import_examples, run_bot
 from tests.cli.test_core_commands import stored
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture
@@ -39,17 +36,7 @@ def env(database_url: str, fake_openai: FakeOpenAI, jira: FakeJira, tmp_path):  
         "JIRA_API_TOKEN": "jira-secret",
         "JIRA_PROJECT": "TASK",
     }
-    imported = run_bot(
-        "crm",
-        "import",
-        "--contacts",
-        str(EXAMPLES / "contacts.csv"),
-        "--accounts",
-        str(EXAMPLES / "accounts.csv"),
-        env=values,
-        cwd=tmp_path,
-    )
-    assert imported.returncode == 0, imported.stderr
+    import_examples(values, tmp_path)
     return values
 
 

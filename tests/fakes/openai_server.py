@@ -11,10 +11,14 @@ does (answering 400 with the real error texts), and answers with scripted steps:
     fake.stop()
 
 Steps are consumed one per *accepted* request: a request the fake rejects (401/400/404) does not
-consume a step. A step is a Reply, a Fail, a Hang, a plain str (short for Reply(text=...)), a
-ToolUse (short for Reply(tool_calls=[...])), or a callable `Request -> step` (sync or async; one
-returning None means "no reply", like an empty queue). When the queue is empty, `fake.responder`
-is asked; without one the fake answers 500 "fake: no scripted reply".
+consume a step. A step is a Reply, a Fail, a Hang, a Raw (a 200 whose body is given verbatim:
+what a broken server sends), a plain str (short for Reply(text=...)), a ToolUse (short for
+Reply(tool_calls=[...])), or a callable `Request -> step` (sync or async; one returning None
+means "no reply", like an empty queue). When the queue is empty, `fake.responder` is asked;
+without one the fake answers 500 "fake: no scripted reply".
+
+`fake.apis` (default {"chat", "responses"}) are the endpoints served: take one out and its path
+answers 404 `{"detail": "Not Found"}`, as a server without that API does (vLLM, LiteLLM).
 
 Diagnostics that point at a mistake in the test rather than in the code under test (no scripted
 reply, tool calls scripted while tools are disabled, ...) are 500s whose message starts with
@@ -45,7 +49,7 @@ from starlette.routing import Route
 
 from tests.fakes.serve import ServedApp, StopsOnExit, serve_in_thread
 
-__all__ = ["Fail", "FakeOpenAI", "Hang", "Reply", "Request", "ToolUse"]
+__all__ = ["Fail", "FakeOpenAI", "Hang", "Raw", "Reply", "Request", "ToolUse"]
 
 CHAT_PATH = "/v1/chat/completions"
 RESPONSES_PATH = "/v1/responses"
@@ -114,7 +118,17 @@ class Hang:
     seconds: float
 
 
-Step = Reply | Fail | Hang | ToolUse | str | Callable[..., Any]
+@dataclass(frozen=True)
+class Raw:
+    """Answer 200 with exactly this, however wrong: ``body`` as JSON (any value: a completion
+    without ``choices``, a list, ...) or, for a streamed request, ``events``: each one ``data:``
+    line of the event stream (a str verbatim, anything else as JSON), then ``[DONE]`` for chat."""
+
+    body: Any = None
+    events: tuple[Any, ...] = ()
+
+
+Step = Reply | Fail | Hang | Raw | ToolUse | str | Callable[..., Any]
 
 # --------------------------------------------------------------------------------------------
 # Recorded requests
@@ -343,6 +357,36 @@ def _validate_model(body: dict[str, Any]) -> None:
         raise _ApiError(400, "you must provide a model parameter")
     if not isinstance(model, str):
         raise _invalid_type("model", "a string", model)
+
+
+REASONING_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"]
+
+
+def _validate_sampling(body: dict[str, Any], api: str) -> None:
+    """temperature (both), reasoning_effort (chat) and reasoning.effort (responses)."""
+    temperature = body.get("temperature")
+    if temperature is not None:
+        if isinstance(temperature, bool) or not isinstance(temperature, int | float):
+            raise _invalid_type("temperature", "a decimal", temperature)
+        if not 0 <= temperature <= 2:
+            high = temperature > 2
+            side, bound = ("above maximum", "<= 2") if high else ("below minimum", ">= 0")
+            raise _ApiError(
+                400,
+                f"Invalid 'temperature': decimal {side} value. Expected a value {bound}, but got "
+                f"{temperature} instead.",
+                param="temperature",
+                code="decimal_above_max_value" if high else "decimal_below_min_value",
+            )
+    if api == "chat":
+        effort, param = body.get("reasoning_effort"), "reasoning_effort"
+    else:
+        reasoning = body.get("reasoning")
+        if reasoning is not None and not isinstance(reasoning, dict):
+            raise _invalid_type("reasoning", "an object", reasoning)
+        effort, param = (reasoning or {}).get("effort"), "reasoning.effort"
+    if effort is not None and effort not in REASONING_EFFORTS:
+        raise _invalid_value(param, effort, REASONING_EFFORTS)
 
 
 def _validate_name(name: Any, param: str) -> str:
@@ -1017,7 +1061,7 @@ def _response_object(body: dict[str, Any], a: _Answer) -> dict[str, Any]:
         "parallel_tool_calls": body.get("parallel_tool_calls", True),
         "previous_response_id": body.get("previous_response_id"),
         "prompt_cache_key": body.get("prompt_cache_key"),
-        "reasoning": {"effort": None, "summary": None},
+        "reasoning": {"effort": None, "summary": None, **(body.get("reasoning") or {})},
         "safety_identifier": body.get("safety_identifier"),
         "service_tier": "default",
         "store": body.get("store", True),
@@ -1148,6 +1192,8 @@ class FakeOpenAI(StopsOnExit):
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._stored: dict[str, list[dict[str, Any]]] = {}
+        #: the endpoints served; another answers 404 as a server without that API does
+        self.apis: set[str] = {"chat", "responses"}
         app = Starlette(
             routes=[
                 Route(
@@ -1184,6 +1230,7 @@ class FakeOpenAI(StopsOnExit):
             self._stored.clear()
         self.responder = None
         self.latency = 0.0
+        self.apis = {"chat", "responses"}
 
     def stop(self) -> None:
         self._stopping.set()
@@ -1260,6 +1307,9 @@ class FakeOpenAI(StopsOnExit):
     async def _answer(
         self, http: HttpRequest, record: Request, raw: bytes, parse_failed: bool
     ) -> HttpResponse:
+        if record.api in ("chat", "responses") and record.api not in self.apis:
+            record.status = 404
+            return JSONResponse({"detail": "Not Found"}, status_code=404)
         self._check_auth(record.headers)
         if http.method != "POST" or record.api == "other":
             raise _ApiError(404, f"Invalid URL ({http.method} {record.path})")
@@ -1277,6 +1327,7 @@ class FakeOpenAI(StopsOnExit):
             _validate_chat(body)
         else:
             history = self._validate_responses(body)
+        _validate_sampling(body, record.api)
 
         step = await self._next_step(record)
         if isinstance(step, Hang):
@@ -1289,6 +1340,9 @@ class FakeOpenAI(StopsOnExit):
         if isinstance(step, Fail):
             await self._sleep(self.latency)
             raise _fail_to_error(step, record.api)
+        if isinstance(step, Raw):
+            await self._sleep(self.latency)
+            return self._raw(record, step)
 
         reply: Reply = step
         self._check_reply_fits(body, reply)
@@ -1334,6 +1388,18 @@ class FakeOpenAI(StopsOnExit):
         _check_function_call_pairs(history)
         return history
 
+    def _raw(self, record: Request, step: Raw) -> HttpResponse:
+        record.status = 200
+        headers = {"x-request-id": f"req_{secrets.token_hex(16)}"}
+        if not record.stream:
+            return JSONResponse(step.body, headers=headers)
+        frames = [
+            f"data: {e if isinstance(e, str) else json.dumps(e)}\n\n".encode() for e in step.events
+        ]
+        if record.api == "chat":
+            frames.append(b"data: [DONE]\n\n")
+        return self._stream(frames, headers)
+
     @staticmethod
     def _stream(frames: list[bytes], headers: dict[str, str]) -> StreamingResponse:
         async def gen() -> AsyncIterator[bytes]:
@@ -1342,7 +1408,7 @@ class FakeOpenAI(StopsOnExit):
 
         return StreamingResponse(gen(), media_type="text/event-stream", headers=headers)
 
-    async def _next_step(self, record: Request) -> Reply | Fail | Hang:
+    async def _next_step(self, record: Request) -> Reply | Fail | Hang | Raw:
         with self._lock:
             step: Any = self._queue.popleft() if self._queue else None
         if step is None and self.responder is not None:
@@ -1350,7 +1416,7 @@ class FakeOpenAI(StopsOnExit):
         for _ in range(10):
             if step is None:
                 raise _fake_error("fake: no scripted reply")
-            if isinstance(step, Reply | Fail | Hang):
+            if isinstance(step, Reply | Fail | Hang | Raw):
                 return step
             if isinstance(step, str):
                 return Reply(text=step)
@@ -1387,6 +1453,8 @@ class FakeOpenAI(StopsOnExit):
 
 
 def _check_step(step: Any) -> None:
-    if isinstance(step, Reply | Fail | Hang | ToolUse | str) or callable(step):
+    if isinstance(step, Reply | Fail | Hang | Raw | ToolUse | str) or callable(step):
         return
-    raise TypeError(f"not a step: {step!r} (expected Reply, Fail, Hang, ToolUse, str or callable)")
+    raise TypeError(
+        f"not a step: {step!r} (expected Reply, Fail, Hang, Raw, ToolUse, str or callable)"
+    )

@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from tests.fakes.openai_server import Fail, FakeOpenAI, Hang, Reply, Request, ToolUse
+from tests.fakes.openai_server import Fail, FakeOpenAI, Hang, Raw, Reply, Request, ToolUse
 from tests.fakes.serve import serve_in_thread
 
 KEY = "test-key"
@@ -512,6 +512,74 @@ def test_unknown_path_and_bad_json(fake: FakeOpenAI):
     assert answer.status_code == 400
     assert "could not parse the JSON body" in answer.json()["error"]["message"]
     assert [r.status for r in fake.requests] == [404, 400]
+
+
+async def test_sampling_parameters_are_checked_and_echoed(
+    fake: FakeOpenAI, client: openai.AsyncOpenAI
+):
+    fake.script(Reply(text="warm"), Reply(text="careful"))
+    await client.chat.completions.create(
+        model=MODEL, messages=[USER], temperature=0.2, reasoning_effort="low"
+    )
+    response = await client.responses.create(
+        model=MODEL, input="hi", temperature=0, reasoning={"effort": "minimal"}
+    )
+    assert response.temperature == 0 and response.reasoning.effort == "minimal"
+    assert fake.requests[0].body["reasoning_effort"] == "low"
+
+    rejected = [
+        ("chat/completions", {"messages": [USER], "temperature": 3}, "decimal above maximum"),
+        ("chat/completions", {"messages": [USER], "temperature": "hot"}, "expected a decimal"),
+        (
+            "chat/completions",
+            {"messages": [USER], "reasoning_effort": "max"},
+            "Invalid value: 'max'",
+        ),
+        ("responses", {"input": "x", "reasoning": "low"}, "Invalid type for 'reasoning'"),
+        ("responses", {"input": "x", "reasoning": {"effort": "lots"}}, "Invalid value: 'lots'"),
+    ]
+    for path, body, message in rejected:
+        answer = raw_post(fake, path, {"model": MODEL, **body})
+        assert answer.status_code == 400 and message in answer.json()["error"]["message"]
+
+
+def test_raw_bodies_are_sent_as_they_are(fake: FakeOpenAI):
+    fake.script(
+        Raw({"id": "chatcmpl-1", "object": "chat.completion"}), Raw(["not", "an", "object"])
+    )
+    assert raw_post(fake, "chat/completions", {"model": MODEL, "messages": [USER]}).json() == {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+    }
+    assert raw_post(fake, "responses", {"model": MODEL, "input": "x"}).json() == [
+        "not",
+        "an",
+        "object",
+    ]
+    # the request is still checked first: a bad one does not consume the step
+    fake.script(Raw({}))
+    assert raw_post(fake, "responses", {"model": MODEL}).status_code == 400
+    assert fake.pending == 1
+
+
+def test_raw_events_are_streamed_as_they_are(fake: FakeOpenAI):
+    fake.script(Raw(events=({"choices": "none"}, "{not json")))
+    body = {"model": MODEL, "messages": [USER], "stream": True}
+    answer = raw_post(fake, "chat/completions", body)
+    assert answer.text == 'data: {"choices": "none"}\n\ndata: {not json\n\ndata: [DONE]\n\n'
+
+
+async def test_a_server_without_the_responses_api(fake: FakeOpenAI, client: openai.AsyncOpenAI):
+    fake.apis = {"chat"}
+    fake.script(Reply(text="chat still works"))
+    with pytest.raises(openai.NotFoundError) as info:
+        await client.responses.create(model=MODEL, input="hi")
+    assert info.value.body == {"detail": "Not Found"}
+    completion = await client.chat.completions.create(model=MODEL, messages=[USER])
+    assert completion.choices[0].message.content == "chat still works"
+    assert [r.status for r in fake.requests] == [404, 200]
+    fake.reset()
+    assert fake.apis == {"chat", "responses"}
 
 
 # ---------------------------------------------------------------------------------------------

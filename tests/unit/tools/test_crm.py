@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -11,20 +10,13 @@ import pytest
 
 from bot.messages import ToolCall
 from bot.store.crm import CrmStore
-from bot.store.db import create_engine
 from bot.tools.base import ToolRegistry
 from bot.tools.crm import CrmTools
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-
 
 @pytest.fixture
-async def store(database_url: str) -> AsyncIterator[CrmStore]:
-    engine = create_engine(database_url)
-    crm = CrmStore(engine)
-    await crm.import_csv(EXAMPLES / "contacts.csv", EXAMPLES / "accounts.csv")
-    yield crm
-    await engine.dispose()
+def store(example_crm: CrmStore) -> CrmStore:
+    return example_crm
 
 
 @pytest.fixture
