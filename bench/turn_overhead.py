@@ -1,7 +1,8 @@
 """The bot's own cost of one turn, as the stored history of the channel grows.
 
 An in-process model answers at once (one tool round: a call, then the answer), so what is
-measured is the bot: the channel lock, the window read, storing the turn, the tool registry.
+measured is the bot: holding the channel (bot.jobs), the window read, the turn's journal, the
+tool registry.
 
     uv run python bench/turn_overhead.py                       # SQLite
     uv run python bench/turn_overhead.py --postgres postgresql://postgres@127.0.0.1:5432/test
@@ -55,11 +56,11 @@ class InstantModel:
         return ModelReply("It is now.", (), Usage(120, 5), "stop")
 
 
-async def seed(store, count: int) -> None:  # type: ignore[no-untyped-def]
+async def seed(engines, count: int) -> None:  # type: ignore[no-untyped-def]
     """``count`` messages in the channel: user/assistant pairs, each pair one turn."""
     start = utcnow() - timedelta(days=30)
     batch = 10_000
-    async with store.sessions.begin() as session:
+    async with engines.writes.begin() as session:
         for first in range(0, count // 2, batch):
             pairs = range(first, min(first + batch, count // 2))
             turns = [
@@ -104,8 +105,12 @@ async def measure(database_url: str, size: int, turns: int) -> list[float]:
     settings = load_settings(DATABASE_URL=database_url, OPENAI_API_KEY="unused")
     services = build_services(settings, model=InstantModel())
     try:
-        await seed(services.store, size)
-        handle = services.conversations.handle
+        await seed(services.engines, size)
+
+        async def handle(incoming: Incoming):  # type: ignore[no-untyped-def]
+            async with services.jobs.hold(CHANNEL):  # as bot ask holds it
+                return await services.conversations.handle(incoming)
+
         for _ in range(10):  # warm-up: connections, caches, the tokenizer
             await handle(Incoming(CHANNEL, "what time is it?", "U1"))
         timings = []

@@ -21,7 +21,7 @@ import weakref
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, delete, select, text, tuple_, update
+from sqlalchemy import and_, bindparam, delete, select, text, tuple_, update
 
 from bot.errors import StoreError
 from bot.jobs import Handler, Job
@@ -65,6 +65,16 @@ _TAKE_CHANNEL = text(
     RETURNING channel_id
     """
 )
+_LEAVE = delete(_HOLDS).where(
+    _HOLDS.c.channel_id == bindparam("channel"),
+    _HOLDS.c.holder == bindparam("holder"),
+    _HOLDS.c.key == bindparam("key"),
+)
+_RENEW_HOLD = (
+    update(_HOLDS)
+    .where(_HOLDS.c.channel_id == bindparam("channel"), _HOLDS.c.key == bindparam("key"))
+    .values(lease_until=bindparam("lease"))
+)
 _LEAVE_AND_FINISH = text(
     """
     WITH left_channel AS (
@@ -81,13 +91,15 @@ class PostgresJobs(Jobs):
     def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(*args, **kwargs)
         #: single statements, each its own transaction: one round trip, no BEGIN and COMMIT
-        self._autocommit = self.inbox.engines.writes.execution_options(isolation_level="AUTOCOMMIT")
+        self._autocommit = self.inbox.engines.ledger.execution_options(isolation_level="AUTOCOMMIT")
         #: jobs whose end left their channel already
         self._left: set[Key] = set()
         self._arrivals: weakref.WeakValueDictionary[str, asyncio.Lock] = (
             weakref.WeakValueDictionary()
         )
         self._sweeper: asyncio.Task[None] | None = None
+        #: holds outside the inbox being renewed (held past RENEW_EVERY)
+        self._renewing: dict[Key, asyncio.Task[None]] = {}
 
     def _lease(self) -> datetime | None:
         return utcnow() + LEASE
@@ -126,13 +138,20 @@ class PostgresJobs(Jobs):
             await asyncio.sleep(pause)
             pause = min(pause * 1.5, LONGEST_PAUSE_S)
         # a job's lease is renewed with the process's others; a hold for work outside the
-        # inbox (a CLI process has no heartbeat) is renewed while it is held
-        renewer = asyncio.create_task(self._keep_holding(channel, key)) if job is None else None
+        # inbox (a CLI process has no heartbeat) is renewed while it is held, if that long
+        renewer = None
+        if job is None:
+            renewer = asyncio.get_running_loop().call_later(
+                RENEW_EVERY.total_seconds(), self._renew_hold, channel, key
+            )
         try:
             yield
         finally:
             if renewer is not None:
                 renewer.cancel()
+                renewing = self._renewing.pop((channel, key), None)
+                if renewing is not None:
+                    renewing.cancel()
             # a job's end leaves the channel with it (see _finished); this is for the rest
             if (channel, key) not in self._left:
                 await asyncio.shield(self._leave(channel, key))
@@ -180,17 +199,13 @@ class PostgresJobs(Jobs):
     async def _leave(self, channel: str, key: str) -> None:
         # a connection lost mid-statement (a PostgreSQL restart) must not leave the channel
         # held until the lease runs out: the broken pool is replaced, so a retry works
+        held = {"channel": channel, "holder": self.inbox.holder, "key": key}
         for pause in (0.0, 0.2, 1.0):
-            await asyncio.sleep(pause)
+            if pause:
+                await asyncio.sleep(pause)
             try:
                 async with self._autocommit.connect() as connection:
-                    await connection.execute(
-                        delete(_HOLDS).where(
-                            _HOLDS.c.channel_id == channel,
-                            _HOLDS.c.holder == self.inbox.holder,
-                            _HOLDS.c.key == key,
-                        )
-                    )
+                    await connection.execute(_LEAVE, held)
                 return
             except Exception as exc:
                 log.warning(
@@ -246,18 +261,19 @@ class PostgresJobs(Jobs):
                 .values(lease_until=now + LEASE)
             )
 
+    def _renew_hold(self, channel: str, key: str) -> None:
+        """A hold outside the inbox, still held: renewed now and every RENEW_EVERY after."""
+        self._renewing[(channel, key)] = asyncio.create_task(self._keep_holding(channel, key))
+
     async def _keep_holding(self, channel: str, key: str) -> None:
+        held = {"channel": channel, "key": key}
         while True:
-            await asyncio.sleep(RENEW_EVERY.total_seconds())
             try:
                 async with self._autocommit.connect() as connection:
-                    await connection.execute(
-                        update(_HOLDS)
-                        .where(_HOLDS.c.channel_id == channel, _HOLDS.c.key == key)
-                        .values(lease_until=utcnow() + LEASE)
-                    )
-            except Exception as exc:
+                    await connection.execute(_RENEW_HOLD, {**held, "lease": utcnow() + LEASE})
+            except Exception as exc:  # tried again at the next beat
                 log.warning("could not renew the hold on %s (%s)", channel, type(exc).__name__)
+            await asyncio.sleep(RENEW_EVERY.total_seconds())
 
     async def _renew_leases(self) -> None:
         while True:

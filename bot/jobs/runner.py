@@ -123,6 +123,8 @@ class Jobs:
         """Until no job is being taken on (at most BURST_WAIT_S): the jobs of a burst are all in
         before one of them starts, so a channel's start in key order (Slack's order), not in
         the order their deliveries happened to be read."""
+        if self._submitted.is_set():
+            return
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(BURST_WAIT_S):
                 await self._submitted.wait()

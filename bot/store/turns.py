@@ -17,54 +17,31 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from bot.messages import Decision, Message, Outcome, TurnRecord, TurnState, utcnow
-from bot.store.db import Engines, store_errors
+from bot.messages import Decision, Message, Outcome, TurnRecord, utcnow
+from bot.store.db import Engines, single_statements, store_errors
 from bot.store.history import message_from, turn_from
-from bot.store.models import MessageRow, TurnRow
+from bot.store.journal import (
+    INSERT_TURN,
+    MARK_INTERRUPTED,
+    MESSAGES,
+    NEWEST_POSITION,
+    TURNS,
+    UPDATE_TURN,
+    OpenTurn,
+    append,
+    close_journal,
+    finished,
+    new_turn,
+    state_of,
+)
 from bot.store.window import BEYOND_POSITIONS as BEYOND
-from bot.store.window import Window, Windows, read_window, storable
+from bot.store.window import Window, Windows, read_window
 
 log = logging.getLogger(__name__)
-
-# The statements every turn runs, built once (building one costs more than running it on
-# SQLite), on the tables: the ORM's bulk-statement handling is of no use to them
-_TURNS = TurnRow.__table__
-_MESSAGES = MessageRow.__table__
-_MARK_INTERRUPTED = (
-    update(_TURNS)
-    .where(_TURNS.c.channel_id == bindparam("channel"), _TURNS.c.outcome == Outcome.RUNNING)
-    .values(outcome=Outcome.INTERRUPTED, finished_at=bindparam("now"))
-)
-_INSERT_TURN = insert(_TURNS).returning(_TURNS.c.id)
-#: executed with the columns to set, and the turn's id as "turn"
-_UPDATE_TURN = update(_TURNS).where(_TURNS.c.id == bindparam("turn"))
-_NEWEST_POSITION = (
-    select(_MESSAGES.c.position)
-    .where(_MESSAGES.c.channel_id == bindparam("channel"))
-    .order_by(_MESSAGES.c.position.desc())
-    .limit(1)
-)
-# one multi-row INSERT: the ORM's bulk insert would split the rows by which columns are
-# None, and asking for the ids in row order would make SQLite insert them one by one; the
-# positions tell the ids apart instead
-_INSERT_MESSAGES = insert(_MESSAGES).returning(_MESSAGES.c.position, _MESSAGES.c.id)
-#: what a short result costs in a request, about
-UNANSWERED_TOKENS = 12
-
-
-@dataclass
-class OpenTurn:
-    """A turn being written: its id, its channel, and the position of the channel's newest
-    message (where the turn's next one goes after)."""
-
-    id: int
-    channel_id: str
-    position: int | None
 
 
 @dataclass(frozen=True)
@@ -96,6 +73,8 @@ class TurnStore:
         self.engines = Engines.of(engines)
         #: the channels' windows, kept between turns (see bot.store.window)
         self.windows = windows or Windows()
+        #: a journal write is one INSERT, a transaction by itself
+        self._statements = single_statements(self.engines.writes)
 
     @store_errors
     async def begin(
@@ -108,23 +87,32 @@ class TurnStore:
         channel_id = record.channel_id
         deletions = self.windows.deletions
         async with self.engines.writes.begin() as connection:
+            window = await self._window(connection, channel_id, budget, unanswered)
+            turn_id = await connection.scalar(INSERT_TURN, new_turn(record))
+            assert turn_id is not None
+            turn = OpenTurn(turn_id, channel_id, window.newest)
+            (user,) = await append(connection, turn, [user])
+        recent = list(window.messages)
+        window.extend(window.newest, [user])
+        self.windows.keep(channel_id, window, deletions)
+        return BegunTurn(turn, user, recent)
+
+    async def _window(
+        self, connection: AsyncConnection, channel_id: str, budget: int, unanswered: str | None
+    ) -> Window:
+        window = await self.windows.take(connection, channel_id, budget)
+        newest = window.messages[-1] if window.messages else None
+        # a channel whose newest message is an answer has no turn left running (a turn's
+        # answer and its outcome are stored together): the usual case costs nothing
+        if newest is not None and not (newest.role == "assistant" and not newest.tool_calls):
             interrupted = await connection.execute(
-                _MARK_INTERRUPTED, {"channel": channel_id, "now": utcnow()}
+                MARK_INTERRUPTED, {"channel": channel_id, "now": utcnow()}
             )
-            window = await self.windows.take(connection, channel_id, budget)
             if interrupted.rowcount:
                 log.warning("%d interrupted turn(s) in %s", interrupted.rowcount, channel_id)
                 if unanswered is not None:
-                    await _close_journal(connection, channel_id, window, unanswered)
-            recent = list(window.messages)
-            turn_id = await connection.scalar(_INSERT_TURN, _new_turn(record))
-            assert turn_id is not None
-            after = window.newest
-            turn = OpenTurn(turn_id, channel_id, after)
-            (stored,) = await _append(connection, turn, [user])
-        window.extend(after, [stored])
-        self.windows.keep(channel_id, window, deletions)
-        return BegunTurn(turn, stored, recent)
+                    await close_journal(connection, channel_id, window, unanswered)
+        return window
 
     @store_errors
     async def journal(self, turn: OpenTurn, messages: Sequence[Message]) -> list[Message]:
@@ -134,8 +122,8 @@ class TurnStore:
             return []
         deletions = self.windows.deletions
         after = turn.position
-        async with self.engines.writes.begin() as connection:
-            stored = await _append(connection, turn, messages)
+        async with self._statements.connect() as connection:
+            stored = await append(connection, turn, messages)
         self.windows.extend(turn.channel_id, after, stored, deletions)
         return stored
 
@@ -147,15 +135,15 @@ class TurnStore:
         deletions = self.windows.deletions
         after = turn.position
         async with self.engines.writes.begin() as connection:
-            stored = await _append(connection, turn, messages)
-            await connection.execute(_UPDATE_TURN, {"turn": turn.id, **_finished(record)})
+            stored = await append(connection, turn, messages)
+            await connection.execute(UPDATE_TURN, {"turn": turn.id, **finished(record)})
         self.windows.extend(turn.channel_id, after, stored, deletions)
         return stored
 
     @store_errors
     async def get(self, turn_id: int) -> TurnRecord | None:
         async with self.engines.reads.connect() as connection:
-            row = (await connection.execute(select(_TURNS).where(_TURNS.c.id == turn_id))).first()
+            row = (await connection.execute(select(TURNS).where(TURNS.c.id == turn_id))).first()
             return turn_from(row) if row else None
 
     @store_errors
@@ -164,9 +152,9 @@ class TurnStore:
         async with self.engines.reads.connect() as connection:
             row = (
                 await connection.execute(
-                    select(_TURNS)
-                    .where(_TURNS.c.channel_id == channel_id, _TURNS.c.slack_ts == slack_ts)
-                    .order_by(_TURNS.c.id.desc())
+                    select(TURNS)
+                    .where(TURNS.c.channel_id == channel_id, TURNS.c.slack_ts == slack_ts)
+                    .order_by(TURNS.c.id.desc())
                     .limit(1)
                 )
             ).first()
@@ -177,21 +165,21 @@ class TurnStore:
         """A turn to go on with (paused, or cut short by a crash): its journal and the
         channel's history before it within ``budget``."""
         async with self.engines.writes.begin() as connection:
-            row = (await connection.execute(select(_TURNS).where(_TURNS.c.id == turn_id))).first()
+            row = (await connection.execute(select(TURNS).where(TURNS.c.id == turn_id))).first()
             if row is None:
                 return None
             rows = (
                 await connection.execute(
-                    select(_MESSAGES)
-                    .where(_MESSAGES.c.turn_id == turn_id)
-                    .order_by(_MESSAGES.c.position)
+                    select(MESSAGES)
+                    .where(MESSAGES.c.turn_id == turn_id)
+                    .order_by(MESSAGES.c.position)
                 )
             ).all()
             journal = [message_from(r) for r in rows]
             window = await read_window(
                 connection, row.channel_id, budget, before=rows[0].position if rows else BEYOND
             )
-            newest = await connection.scalar(_NEWEST_POSITION, {"channel": row.channel_id})
+            newest = await connection.scalar(NEWEST_POSITION, {"channel": row.channel_id})
         turn = OpenTurn(turn_id, row.channel_id, newest)
         return ReopenedTurn(turn, turn_from(row), window.messages, journal)
 
@@ -204,7 +192,7 @@ class TurnStore:
         async with self.engines.writes.begin() as connection:
             row = (
                 await connection.execute(
-                    select(_TURNS).where(_TURNS.c.id == turn_id).with_for_update()
+                    select(TURNS).where(TURNS.c.id == turn_id).with_for_update()
                 )
             ).first()
             if row is None or row.outcome != stopped:
@@ -213,8 +201,8 @@ class TurnStore:
             record.state = record.state.with_(decisions=dict(decisions or {}))
             record.outcome = Outcome.RUNNING
             await connection.execute(
-                _UPDATE_TURN,
-                {"turn": turn_id, "outcome": Outcome.RUNNING, "state": _state(record.state)},
+                UPDATE_TURN,
+                {"turn": turn_id, "outcome": Outcome.RUNNING, "state": state_of(record.state)},
             )
             return record
 
@@ -222,16 +210,16 @@ class TurnStore:
     async def expire(self, paused_before: datetime) -> list[TurnRecord]:
         """Turns waiting for approval since before ``paused_before`` become expired; returns
         them (with their state) so the shell can say so where it asked."""
-        waiting = (_TURNS.c.outcome == Outcome.AWAITING_APPROVAL) & (
-            _TURNS.c.finished_at < paused_before
+        waiting = (TURNS.c.outcome == Outcome.AWAITING_APPROVAL) & (
+            TURNS.c.finished_at < paused_before
         )
         async with self.engines.writes.begin() as connection:
-            rows = (await connection.execute(select(_TURNS).where(waiting))).all()
+            rows = (await connection.execute(select(TURNS).where(waiting))).all()
             if not rows:
                 return []
             ids = [row.id for row in rows]
             await connection.execute(
-                update(_TURNS).where(_TURNS.c.id.in_(ids), waiting).values(outcome=Outcome.EXPIRED)
+                update(TURNS).where(TURNS.c.id.in_(ids), waiting).values(outcome=Outcome.EXPIRED)
             )
         expired = [turn_from(row) for row in rows]
         for record in expired:
@@ -245,99 +233,14 @@ class TurnStore:
         async with self.engines.writes.begin() as connection:
             row = (
                 await connection.execute(
-                    select(_TURNS).where(_TURNS.c.id == turn_id).with_for_update()
+                    select(TURNS).where(TURNS.c.id == turn_id).with_for_update()
                 )
             ).first()
             if row is None:
                 return None
             record = turn_from(row)
             record.state = record.state.with_(card=dict(card))
-            await connection.execute(_UPDATE_TURN, {"turn": turn_id, "state": _state(record.state)})
+            await connection.execute(
+                UPDATE_TURN, {"turn": turn_id, "state": state_of(record.state)}
+            )
             return record
-
-
-async def _append(
-    connection: AsyncConnection, turn: OpenTurn, messages: Sequence[Message]
-) -> list[Message]:
-    """Insert ``messages`` after the channel's newest (``turn.position``), which moves on."""
-    if not messages:
-        return []
-    if turn.position is None:
-        turn.position = await connection.scalar(_NEWEST_POSITION, {"channel": turn.channel_id})
-    position = turn.position or 0
-    now = utcnow()
-    stored = [
-        message.with_(turn_id=turn.id, created_at=message.created_at or now) for message in messages
-    ]
-    rows = [
-        {
-            "channel_id": turn.channel_id,
-            "position": position + offset,
-            "turn_id": turn.id,
-            "role": message.role,
-            "content": storable(message.content),
-            "tool_calls": [c.to_stored() for c in message.tool_calls] or None,
-            "tool_call_id": message.tool_call_id,
-            "tool_name": message.name,
-            "user_id": message.user_id,
-            "slack_ts": message.slack_ts,
-            "tokens": message.tokens,
-            "created_at": message.created_at,
-        }
-        for offset, message in enumerate(stored, start=1)
-    ]
-    ids = dict((await connection.execute(_INSERT_MESSAGES, rows)).all())
-    turn.position = position + len(stored)
-    return [
-        message.with_(id=ids[position + offset]) for offset, message in enumerate(stored, start=1)
-    ]
-
-
-async def _close_journal(
-    connection: AsyncConnection, channel_id: str, window: Window, unanswered: str
-) -> None:
-    """The channel's newest message calls tools that never got a result (its turn was cut
-    short): each gets ``unanswered`` as its result, so the stored history stays paired."""
-    last = window.messages[-1] if window.messages else None
-    if last is None or not last.tool_calls or last.turn_id is None:
-        return
-    results = [
-        Message.tool_result(call, unanswered).with_(tokens=UNANSWERED_TOKENS)
-        for call in last.tool_calls
-    ]
-    after = window.newest
-    stored = await _append(connection, OpenTurn(last.turn_id, channel_id, after), results)
-    window.extend(after, stored)
-
-
-def _new_turn(record: TurnRecord) -> dict[str, Any]:
-    return {
-        "channel_id": record.channel_id,
-        "user_id": record.user_id,
-        "slack_ts": record.slack_ts,
-        "outcome": Outcome.RUNNING,
-        "tools_called": [],
-        "model": record.model,
-        "api_mode": record.api_mode,
-        "started_at": record.started_at or utcnow(),
-    }
-
-
-def _finished(record: TurnRecord) -> dict[str, Any]:
-    return {
-        "rounds": record.rounds,
-        "tools_called": list(record.tools_called),
-        "outcome": record.outcome,
-        "input_tokens": record.input_tokens,
-        "output_tokens": record.output_tokens,
-        "latency_ms": record.latency_ms,
-        "model": record.model,
-        "api_mode": record.api_mode,
-        "error": record.error,
-        "state": _state(record.state),
-        "finished_at": utcnow(),
-    }
-
-
-def _state(state: TurnState) -> dict[str, Any] | None:
-    return state.to_dict() or None

@@ -1,0 +1,144 @@
+"""The rows of a turn and the statements that write them (TurnStore's, bot.store.turns),
+built once (building a statement costs more than running it on SQLite), on the tables: the
+ORM's bulk-statement handling is of no use to them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from bot.messages import Message, Outcome, TurnRecord, TurnState, utcnow
+from bot.store.models import MessageRow, TurnRow
+from bot.store.window import Window, storable
+
+TURNS = TurnRow.__table__
+MESSAGES = MessageRow.__table__
+MARK_INTERRUPTED = (
+    update(TURNS)
+    .where(TURNS.c.channel_id == bindparam("channel"), TURNS.c.outcome == Outcome.RUNNING)
+    .values(outcome=Outcome.INTERRUPTED, finished_at=bindparam("now"))
+)
+INSERT_TURN = insert(TURNS).returning(TURNS.c.id)
+#: executed with the columns to set, and the turn's id as "turn"
+UPDATE_TURN = update(TURNS).where(TURNS.c.id == bindparam("turn"))
+NEWEST_POSITION = (
+    select(MESSAGES.c.position)
+    .where(MESSAGES.c.channel_id == bindparam("channel"))
+    .order_by(MESSAGES.c.position.desc())
+    .limit(1)
+)
+# one multi-row INSERT: the ORM's bulk insert would split the rows by which columns are
+# None, and asking for the ids in row order would make SQLite insert them one by one; the
+# positions tell the ids apart instead
+INSERT_MESSAGES = insert(MESSAGES).returning(MESSAGES.c.position, MESSAGES.c.id)
+#: what a short result costs in a request, about
+UNANSWERED_TOKENS = 12
+
+
+@dataclass
+class OpenTurn:
+    """A turn being written: its id, its channel, and the position of the channel's newest
+    message (where the turn's next one goes after)."""
+
+    id: int
+    channel_id: str
+    position: int | None
+
+
+def message_rows(turn: OpenTurn, messages: Sequence[Message]) -> tuple[list[Message], list[dict]]:  # type: ignore[type-arg]
+    """The messages as stored after the channel's newest (``turn.position``, which moves
+    on), and their rows."""
+    position = turn.position or 0
+    now = utcnow()
+    stored = [m.with_(turn_id=turn.id, created_at=m.created_at or now) for m in messages]
+    rows = [
+        {
+            "channel_id": turn.channel_id,
+            "position": position + offset,
+            "turn_id": turn.id,
+            "role": message.role,
+            "content": storable(message.content),
+            "tool_calls": [c.to_stored() for c in message.tool_calls] or None,
+            "tool_call_id": message.tool_call_id,
+            "tool_name": message.name,
+            "user_id": message.user_id,
+            "slack_ts": message.slack_ts,
+            "tokens": message.tokens,
+            "created_at": message.created_at,
+        }
+        for offset, message in enumerate(stored, start=1)
+    ]
+    turn.position = position + len(stored)
+    return stored, rows
+
+
+def with_ids(stored: list[Message], rows: list[dict], ids: dict[int, int]) -> list[Message]:  # type: ignore[type-arg]
+    """``stored`` with the ids the database gave them (by position)."""
+    return [m.with_(id=ids[row["position"]]) for m, row in zip(stored, rows, strict=True)]
+
+
+async def append(
+    connection: AsyncConnection, turn: OpenTurn, messages: Sequence[Message]
+) -> list[Message]:
+    """Insert ``messages`` after the channel's newest (``turn.position``, which moves on)."""
+    if not messages:
+        return []
+    if turn.position is None:
+        turn.position = await connection.scalar(NEWEST_POSITION, {"channel": turn.channel_id})
+    stored, rows = message_rows(turn, messages)
+    ids = dict((await connection.execute(INSERT_MESSAGES, rows)).all())
+    return with_ids(stored, rows, ids)
+
+
+async def close_journal(
+    connection: AsyncConnection, channel_id: str, window: Window, unanswered: str
+) -> None:
+    """The channel's newest message calls tools that never got a result (its turn was cut
+    short): each gets ``unanswered`` as its result, so the stored history stays paired."""
+    last = window.messages[-1] if window.messages else None
+    if last is None or not last.tool_calls or last.turn_id is None:
+        return
+    results = [
+        Message.tool_result(call, unanswered).with_(tokens=UNANSWERED_TOKENS)
+        for call in last.tool_calls
+    ]
+    after = window.newest
+    stored = await append(connection, OpenTurn(last.turn_id, channel_id, after), results)
+    window.extend(after, stored)
+
+
+def new_turn(record: TurnRecord) -> dict[str, Any]:
+    return {
+        "channel_id": record.channel_id,
+        "user_id": record.user_id,
+        "slack_ts": record.slack_ts,
+        "outcome": Outcome.RUNNING,
+        "tools_called": [],
+        "model": record.model,
+        "api_mode": record.api_mode,
+        "started_at": record.started_at or utcnow(),
+    }
+
+
+def finished(record: TurnRecord) -> dict[str, Any]:
+    return {
+        "rounds": record.rounds,
+        "tools_called": list(record.tools_called),
+        "outcome": record.outcome,
+        "input_tokens": record.input_tokens,
+        "output_tokens": record.output_tokens,
+        "latency_ms": record.latency_ms,
+        "model": record.model,
+        "api_mode": record.api_mode,
+        "error": record.error,
+        "state": state_of(record.state),
+        "finished_at": utcnow(),
+    }
+
+
+def state_of(state: TurnState) -> dict[str, Any] | None:
+    return state.to_dict() or None
