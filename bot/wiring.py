@@ -42,6 +42,10 @@ class Services:
     sessions: Sessions
     jobs: Jobs
 
+    def start(self) -> None:
+        """In the event loop that serves: MCP servers begin connecting in the background."""
+        self.registry.start()
+
     async def close(self) -> None:
         await self.registry.close()  # MCP servers: sessions closed, processes stopped
         client = getattr(self.model, "client", None)

@@ -76,10 +76,13 @@ async def make_services(database_url, fake_openai):  # type: ignore[no-untyped-d
 
     def make(**overrides):  # type: ignore[no-untyped-def]
         settings = load_settings(
-            DATABASE_URL=database_url,
-            OPENAI_API_KEY="test-key",
-            OPENAI_BASE_URL=fake_openai.base_url,
-            **overrides,
+            **{
+                "DATABASE_URL": database_url,
+                "OPENAI_API_KEY": "test-key",
+                "OPENAI_BASE_URL": fake_openai.base_url,
+                "MCP_CONFIG": None,  # none from the developer's shell
+                **overrides,
+            }
         )
         built.append(build_services(settings))
         return built[-1]

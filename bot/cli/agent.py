@@ -28,6 +28,9 @@ def ask(channel: str, user_id: str | None, approve: bool, text: tuple[str, ...])
     return asyncio.run(_ask(settings, incoming, _decided(settings, approve)))
 
 
+#: how long ``bot ask`` and ``bot chat`` wait for the MCP servers before the first turn
+MCP_WAIT_S = 10.0
+
 NOT_APPROVED = (
     "Not done: this action changes records and needs approval, which this run did not give "
     "(the person can run `bot ask --approve` to allow it)."
@@ -49,6 +52,7 @@ def _decided(settings: Settings, approve: bool) -> Approver | None:
 async def _ask(settings, incoming: Incoming, approver: Approver | None) -> int:  # type: ignore[no-untyped-def]
     services = build_services(settings)
     try:
+        await _tools_ready(services)
         reply = await _turn(services, incoming, approver)
     finally:
         await services.close()
@@ -72,6 +76,7 @@ async def _chat(settings, channel: str) -> int:  # type: ignore[no-untyped-def]
     services = build_services(settings)
     click.echo(f"Talking in session '{channel}'. Ctrl-D or 'exit' to leave.")
     try:
+        await _tools_ready(services)
         while True:
             try:
                 text = await asyncio.to_thread(input, "you> ")
@@ -87,6 +92,12 @@ async def _chat(settings, channel: str) -> int:  # type: ignore[no-untyped-def]
             click.echo(("bot> " if reply.ok else "bot (error)> ") + reply.text)
     finally:
         await services.close()
+
+
+async def _tools_ready(services: Services) -> None:
+    """A one-off turn is offered the MCP servers' tools: they get a moment to connect (a
+    server that cannot be reached has been named in a warning line by then)."""
+    await services.registry.ready(MCP_WAIT_S)
 
 
 async def _turn(services: Services, incoming: Incoming, approver: Approver | None) -> Reply:

@@ -1,7 +1,8 @@
 """The bot's messages with buttons, built from a stored turn; no I/O.
 
 * The approval card: what a paused turn is about to do (each writing call's arguments:
-  project, type, summary, description, for whom) with Create and Cancel.
+  project, type, summary, description, for whom) with Create (Go ahead for a write other
+  than a Jira ticket) and Cancel.
 * The Continue button under an answer that hit the round cap.
 
 Each button's value is the turn's id; whatever the arguments say is escaped, so model text
@@ -56,11 +57,14 @@ def approval_card(
     if decided is not None:
         blocks.append({"type": "context", "elements": [_mrkdwn(decided)]})
         return f"{text} ({decided})", blocks
+    # "Create" where every write makes a Jira ticket; any other write (an MCP tool's)
+    # says what the button does without claiming it creates something
+    go = "Create" if all(call.name == "jira_create_issue" for call in calls) else "Go ahead"
     blocks.append(
         {
             "type": "actions",
             "elements": [
-                _button(APPROVE, "Create", turn, style="primary"),
+                _button(APPROVE, go, turn, style="primary"),
                 _button(DECLINE, "Cancel", turn),
             ],
         }

@@ -233,6 +233,11 @@ class ToolRegistry:
             await closer()
         self._closers.clear()
 
+    def start(self) -> None:
+        """Begin connecting the sources in the background (call in the event loop that
+        serves): a running bot has its MCP servers' tools as soon as they connect."""
+        self._start_sources()
+
     def _start_sources(self) -> None:
         if not self._unstarted:
             return

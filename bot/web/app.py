@@ -48,6 +48,7 @@ def create_app(services: Services, slack: SlackRuntime | None = None) -> Starlet
 async def serving(services: Services, slack: SlackRuntime | None) -> AsyncIterator[None]:
     """Slack started for the duration; then drained, and the services closed."""
     try:
+        services.start()
         if slack is not None:
             await slack.start()
         yield

@@ -23,6 +23,12 @@ _SCRUBBED_PREFIXES = (
     "WRITE_",
     "STREAM_",
     "LOG_",
+    "MCP_",
+    "OTEL_",
+    "METRICS_",
+    "MAX_",
+    "RATE_",
+    "HOST",
 )
 
 

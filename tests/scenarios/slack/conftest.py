@@ -161,6 +161,7 @@ def start_bot(
                 "OPENAI_API_KEY": "test-key",
                 "OPENAI_BASE_URL": fake_openai.base_url,
                 "ADMIN_TOKEN": None,
+                "MCP_CONFIG": None,  # none from the developer's shell
                 **overrides,
             }
         )
