@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 STORE_FAILED = "I could not reach my database, so I did not answer. Please try again shortly."
 APPROVAL_EXPIRED = "This approval request has expired, so nothing was done. Please ask again."
 FAILED = "Sorry, something went wrong while I was answering. Please try again."
+#: how long a turn going on waits for the tool source (an MCP server) of a pending call
+TOOLS_WAIT_S = 10.0
 #: turns a person can let go on, and how
 STOPPED = (Outcome.AWAITING_APPROVAL, Outcome.MAX_ROUNDS)
 
@@ -235,6 +237,8 @@ class Conversations:
             record.outcome, record.state = Outcome.EXPIRED, record.state.with_(decisions={})
             await self.turns.finish(OpenTurn(record.id, record.channel_id, None), record, [])
             return Reply(APPROVAL_EXPIRED, ok=False, outcome=Outcome.EXPIRED, turn_id=record.id)
+        if paused:
+            await self._tools_for(record.state.pending)
         reopened = await self._reopen(record.id)
         prior = _prior(record, None, round_base=0 if paused else record.rounds)
         return await self._go_on(
@@ -291,6 +295,14 @@ class Conversations:
             recovering=recovering,
         )
         return await self._store(reopened.turn, record, result, started, record.latency_ms or 0)
+
+    async def _tools_for(self, pending: Message | None) -> None:
+        """A write approved just after a restart may be an MCP server's that is still
+        connecting: it gets a moment to (a call of a tool still missing then fails as
+        unknown, and the model says so)."""
+        registry = self.loop.registry
+        if pending is not None and any(c.name not in registry for c in pending.tool_calls):
+            await registry.ready(TOOLS_WAIT_S)
 
     async def _reopen(self, turn_id: int) -> ReopenedTurn:
         reopened = await self.turns.reopen(turn_id, self.token_budget)

@@ -125,6 +125,31 @@ async def test_a_read_runs_and_a_write_waits_for_approval(
     assert all(r.status == 200 for r in fake_openai.requests)
 
 
+async def test_a_write_approved_just_after_a_restart_waits_for_its_server(
+    with_mcp, fake_openai: FakeOpenAI, recording
+) -> None:
+    """A write paused for approval; the bot restarts and the press comes before the MCP
+    server has reconnected -> the turn goes on once the server is there: the write runs
+    (not "tool not found")."""
+    servers = {"fake": stdio_entry(recording)}
+    before = with_mcp(servers)
+    assert await before.registry.ready(READY_S) == []
+    fake_openai.script(
+        ToolUse("fake__create_ticket", {"summary": "Printer on fire"}, "w1"),
+        Reply(text="Created."),
+    )
+    paused = await before.conversations.handle(Incoming("C1", "ticket!", "U1"), approver=pause)
+    assert paused.outcome == "awaiting_approval"
+    await before.close()
+
+    after = with_mcp(servers)  # a new process: its server connects from now on
+    assert "fake__create_ticket" not in after.registry
+    reply = await after.conversations.resume(paused.turn_id, {"w1": RUN})
+
+    assert reply is not None and reply.text == "Created."
+    assert recording.tools() == ["create_ticket"]
+
+
 async def test_reads_and_writes_follow_the_annotations(with_mcp, recording) -> None:
     services = with_mcp({"fake": stdio_entry(recording)})
     assert await services.registry.ready(READY_S) == []
