@@ -71,8 +71,9 @@ class ToolCall:
 @dataclass(slots=True)
 class Message:
     """One stored or in-flight message, in the same form for both API modes. Treat it as
-    immutable (use ``with_``); it is not frozen only because the window builds hundreds of
-    them every turn and frozen construction is several times slower."""
+    immutable (``with_`` makes a changed copy). Not frozen: a window read from the database
+    builds a few hundred, and a frozen one costs 15.5 us to build where this costs 3.6 us
+    (2.5 ms against 0.6 ms for a window of 160; median of 5, 2026-12-01)."""
 
     role: Role
     content: str | None = None

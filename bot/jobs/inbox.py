@@ -9,7 +9,7 @@ from datetime import datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import and_, delete, or_, select, tuple_, update
+from sqlalchemy import Connection, and_, delete, or_, select, tuple_, update
 
 from bot.jobs import Job
 from bot.messages import utcnow
@@ -63,82 +63,77 @@ class Inbox:
             "created_at": now,
             "updated_at": now,
         }
-        async with self.engines.writes.begin() as connection:
-            inserted = await connection.scalar(
-                self._insert(_INBOX)
-                .values(row)
-                .on_conflict_do_nothing(index_elements=["channel_id", "key"])
-                .returning(_INBOX.c.key)
-            )
-            if inserted is not None:
+        insert_new = (
+            self._insert(_INBOX)
+            .values(row)
+            .on_conflict_do_nothing(index_elements=["channel_id", "key"])
+            .returning(_INBOX.c.key)
+        )
+        # seen before: a Slack retry, or the same message delivered twice; one UPDATE
+        # decides, so two retries (or a retry and a sweep) cannot both win
+        abandoned = or_(
+            _INBOX.c.status == FAILED,
+            and_(_INBOX.c.status == QUEUED, _INBOX.c.lease_until < now),
+        )
+        take_over = (
+            update(_INBOX)
+            .where(_KEY == (job.channel, job.key), abandoned)
+            .values(status=QUEUED, holder=self.holder, lease_until=lease_until, updated_at=now)
+            .returning(_INBOX)
+        )
+
+        def work(connection: Connection) -> tuple[Added, Job]:
+            if connection.scalar(insert_new) is not None:
                 return Added.NEW, job
-            # seen before: a Slack retry, or the same message delivered twice; one UPDATE
-            # decides, so two retries (or a retry and a sweep) cannot both win
-            abandoned = or_(
-                _INBOX.c.status == FAILED,
-                and_(_INBOX.c.status == QUEUED, _INBOX.c.lease_until < now),
-            )
-            taken = (
-                await connection.execute(
-                    update(_INBOX)
-                    .where(_KEY == (job.channel, job.key), abandoned)
-                    .values(
-                        status=QUEUED, holder=self.holder, lease_until=lease_until, updated_at=now
-                    )
-                    .returning(_INBOX)
-                )
-            ).first()
-        if taken is None:
-            return Added.DUPLICATE, job
-        return Added.TAKEN_OVER, job_from(taken)
+            taken = connection.execute(take_over).first()
+            return (Added.DUPLICATE, job) if taken is None else (Added.TAKEN_OVER, job_from(taken))
+
+        return await self.engines.statement(work)
 
     @store_errors
     async def finish(self, job: Job, *, done: bool) -> None:
         """``done``: never again; else failed, and a Slack retry may do it again."""
-        async with self.engines.writes.begin() as connection:
-            await connection.execute(
-                update(_INBOX)
-                .where(_KEY == (job.channel, job.key), _INBOX.c.holder == self.holder)
-                .values(status=DONE if done else FAILED, lease_until=None, updated_at=utcnow())
-            )
+        await self._change(job.channel, job.key, status=DONE if done else FAILED, lease_until=None)
 
     @store_errors
     async def note(self, job: Job, notes: dict[str, Any]) -> None:
-        async with self.engines.writes.begin() as connection:
-            await connection.execute(
-                update(_INBOX)
-                .where(_KEY == (job.channel, job.key), _INBOX.c.holder == self.holder)
-                .values(notes=notes, updated_at=utcnow())
-            )
+        await self._change(job.channel, job.key, notes=notes)
+
+    async def _change(self, channel: str, key: str, **values: Any) -> None:
+        """Change this process's job (channel, key)."""
+        statement = (
+            update(_INBOX)
+            .where(_KEY == (channel, key), _INBOX.c.holder == self.holder)
+            .values(updated_at=utcnow(), **values)
+        )
+        await self.engines.statement(lambda connection: connection.execute(statement))
 
     @store_errors
     async def forget(self, channel: str, key: str) -> None:
         """The message was deleted in Slack: a finished job keeps no copy of it (one still
         to do needs its copy, should its holder die)."""
-        async with self.engines.writes.begin() as connection:
-            await connection.execute(
-                update(_INBOX)
-                .where(_KEY == (channel, key), _INBOX.c.status.in_((DONE, FAILED)))
-                .values(payload=None, notes=None)
-            )
+        statement = (
+            update(_INBOX)
+            .where(_KEY == (channel, key), _INBOX.c.status.in_((DONE, FAILED)))
+            .values(payload=None, notes=None)
+        )
+        await self.engines.statement(lambda connection: connection.execute(statement))
 
     @store_errors
     async def left_over(self) -> list[Job]:
         """Every job still queued by another holder (the last run, on SQLite), now this
         process's, in order."""
-        async with self.engines.writes.begin() as connection:
-            rows = (
-                await connection.execute(
-                    update(_INBOX)
-                    .where(
-                        _INBOX.c.status == QUEUED,
-                        _INBOX.c.payload.is_not(None),
-                        _INBOX.c.holder != self.holder,
-                    )
-                    .values(holder=self.holder, updated_at=utcnow())
-                    .returning(_INBOX)
-                )
-            ).all()
+        statement = (
+            update(_INBOX)
+            .where(
+                _INBOX.c.status == QUEUED,
+                _INBOX.c.payload.is_not(None),
+                _INBOX.c.holder != self.holder,
+            )
+            .values(holder=self.holder, updated_at=utcnow())
+            .returning(_INBOX)
+        )
+        rows = await self.engines.statement(lambda c: c.execute(statement).all())
         return sorted((job_from(row) for row in rows), key=lambda job: job.key)
 
     @store_errors
@@ -147,14 +142,12 @@ class Inbox:
         if not keys:
             return
         now = utcnow()
-        async with self.engines.writes.begin() as connection:
-            await connection.execute(
-                update(_INBOX)
-                .where(
-                    _KEY.in_(list(keys)), _INBOX.c.holder == self.holder, _INBOX.c.status == QUEUED
-                )
-                .values(lease_until=now, updated_at=now)
-            )
+        statement = (
+            update(_INBOX)
+            .where(_KEY.in_(list(keys)), _INBOX.c.holder == self.holder, _INBOX.c.status == QUEUED)
+            .values(lease_until=now, updated_at=now)
+        )
+        await self.engines.statement(lambda connection: connection.execute(statement))
 
     @store_errors
     async def status(self, channel: str, key: str) -> str | None:
@@ -165,14 +158,11 @@ class Inbox:
     async def forget_before(self, moment: datetime) -> int:
         """Drop jobs untouched since ``moment``: finished ones (Slack stops retrying minutes
         after an event), and any left with no payload to do them from."""
-        async with self.engines.writes.begin() as connection:
-            deleted = await connection.execute(
-                delete(_INBOX).where(
-                    _INBOX.c.updated_at < moment,
-                    or_(_INBOX.c.status != QUEUED, _INBOX.c.payload.is_(None)),
-                )
-            )
-            return deleted.rowcount or 0
+        statement = delete(_INBOX).where(
+            _INBOX.c.updated_at < moment,
+            or_(_INBOX.c.status != QUEUED, _INBOX.c.payload.is_(None)),
+        )
+        return await self.engines.statement(lambda c: c.execute(statement).rowcount or 0)
 
 
 def job_from(row: Any) -> Job:

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import Connection, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.messages import (
@@ -132,34 +132,32 @@ class HistoryStore:
             channel_id=channel_id, name=name, updated_at=utcnow()
         )
         renamed = {"name": statement.excluded.name, "updated_at": statement.excluded.updated_at}
-        async with self.engines.writes.begin() as connection:
-            await connection.execute(
-                statement.on_conflict_do_update(index_elements=["channel_id"], set_=renamed)
-            )
+        upsert = statement.on_conflict_do_update(index_elements=["channel_id"], set_=renamed)
+        await self.engines.statement(lambda connection: connection.execute(upsert))
 
     @store_errors
     async def delete_channel(self, channel_id: str) -> int:
         """Forget one session; returns how many messages were deleted."""
         self.windows.forget(channel_id)
-        async with self.engines.writes.begin() as connection:
-            deleted = await connection.execute(
+
+        def work(connection: Connection) -> int:
+            deleted = connection.execute(
                 delete(MessageRow).where(MessageRow.channel_id == channel_id)
             )
-            await connection.execute(delete(TurnRow).where(TurnRow.channel_id == channel_id))
-            await connection.execute(delete(ChannelRow).where(ChannelRow.channel_id == channel_id))
+            connection.execute(delete(TurnRow).where(TurnRow.channel_id == channel_id))
+            connection.execute(delete(ChannelRow).where(ChannelRow.channel_id == channel_id))
             return deleted.rowcount or 0
+
+        return await self.engines.transaction(work)
 
     @store_errors
     async def delete_slack_message(self, channel_id: str, slack_ts: str) -> int:
         """A message deleted in Slack is deleted here too."""
         self.windows.forget(channel_id)
-        async with self.engines.writes.begin() as connection:
-            deleted = await connection.execute(
-                delete(MessageRow).where(
-                    MessageRow.channel_id == channel_id, MessageRow.slack_ts == slack_ts
-                )
-            )
-            return deleted.rowcount or 0
+        statement = delete(MessageRow).where(
+            MessageRow.channel_id == channel_id, MessageRow.slack_ts == slack_ts
+        )
+        return await self.engines.statement(lambda c: c.execute(statement).rowcount or 0)
 
     @store_errors
     async def edit_slack_message(
@@ -167,33 +165,35 @@ class HistoryStore:
     ) -> int:
         """A person's message edited in Slack reads as edited here too."""
         self.windows.forget(channel_id)
-        async with self.engines.writes.begin() as connection:
-            edited = await connection.execute(
-                update(MessageRow)
-                .where(
-                    MessageRow.channel_id == channel_id,
-                    MessageRow.slack_ts == slack_ts,
-                    MessageRow.role == "user",
-                )
-                .values(content=storable(content), tokens=tokens, edited_at=utcnow())
+        statement = (
+            update(MessageRow)
+            .where(
+                MessageRow.channel_id == channel_id,
+                MessageRow.slack_ts == slack_ts,
+                MessageRow.role == "user",
             )
-            return edited.rowcount or 0
+            .values(content=storable(content), tokens=tokens, edited_at=utcnow())
+        )
+        return await self.engines.statement(lambda c: c.execute(statement).rowcount or 0)
 
     @store_errors
     async def purge(self, older_than: datetime) -> int:
         """Retention: delete messages created before ``older_than``, and turns left empty."""
         self.windows.forget()
-        async with self.engines.writes.begin() as connection:
-            deleted = await connection.execute(
+
+        def work(connection: Connection) -> int:
+            deleted = connection.execute(
                 delete(MessageRow).where(MessageRow.created_at < older_than)
             )
-            await connection.execute(
+            connection.execute(
                 delete(TurnRow).where(
                     TurnRow.started_at < older_than,
                     ~select(MessageRow.id).where(MessageRow.turn_id == TurnRow.id).exists(),
                 )
             )
             return deleted.rowcount or 0
+
+        return await self.engines.transaction(work)
 
     async def ping(self) -> bool:
         """Whether the database answers (the health check)."""

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, bindparam, insert, select, update
 
 from bot.messages import Message, Outcome, TurnRecord, TurnState, utcnow
 from bot.store.models import MessageRow, TurnRow
@@ -81,22 +80,18 @@ def with_ids(stored: list[Message], rows: list[dict], ids: dict[int, int]) -> li
     return [m.with_(id=ids[row["position"]]) for m, row in zip(stored, rows, strict=True)]
 
 
-async def append(
-    connection: AsyncConnection, turn: OpenTurn, messages: Sequence[Message]
-) -> list[Message]:
+def append(connection: Connection, turn: OpenTurn, messages: Sequence[Message]) -> list[Message]:
     """Insert ``messages`` after the channel's newest (``turn.position``, which moves on)."""
     if not messages:
         return []
     if turn.position is None:
-        turn.position = await connection.scalar(NEWEST_POSITION, {"channel": turn.channel_id})
+        turn.position = connection.scalar(NEWEST_POSITION, {"channel": turn.channel_id})
     stored, rows = message_rows(turn, messages)
-    ids = dict((await connection.execute(INSERT_MESSAGES, rows)).all())
+    ids = dict(connection.execute(INSERT_MESSAGES, rows).all())
     return with_ids(stored, rows, ids)
 
 
-async def close_journal(
-    connection: AsyncConnection, channel_id: str, window: Window, unanswered: str
-) -> None:
+def close_journal(connection: Connection, channel_id: str, window: Window, unanswered: str) -> None:
     """The channel's newest message calls tools that never got a result (its turn was cut
     short): each gets ``unanswered`` as its result, so the stored history stays paired."""
     last = window.messages[-1] if window.messages else None
@@ -107,7 +102,7 @@ async def close_journal(
         for call in last.tool_calls
     ]
     after = window.newest
-    stored = await append(connection, OpenTurn(last.turn_id, channel_id, after), results)
+    stored = append(connection, OpenTurn(last.turn_id, channel_id, after), results)
     window.extend(after, stored)
 
 

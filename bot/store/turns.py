@@ -14,15 +14,15 @@ of its channel, so its messages' positions are known without asking.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy import Connection, select, update
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.messages import Decision, Message, Outcome, TurnRecord, utcnow
-from bot.store.db import Engines, single_statements, store_errors
+from bot.store.db import Engines, store_errors
 from bot.store.history import message_from, turn_from
 from bot.store.journal import (
     INSERT_TURN,
@@ -39,7 +39,7 @@ from bot.store.journal import (
     state_of,
 )
 from bot.store.window import BEYOND_POSITIONS as BEYOND
-from bot.store.window import Window, Windows, read_window
+from bot.store.window import Window, Windows, read_window, window_of
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +67,13 @@ class ReopenedTurn:
 
 class TurnStore:
     """Turns and their journal. Every method is one short transaction and raises StoreError
-    when the database fails."""
+    when the database fails. The writes are synchronous Core run by the engines (see
+    bot.store.db); the channels' kept windows are touched on the event loop's thread only."""
 
     def __init__(self, engines: Engines | AsyncEngine, windows: Windows | None = None) -> None:
         self.engines = Engines.of(engines)
         #: the channels' windows, kept between turns (see bot.store.window)
         self.windows = windows or Windows()
-        #: a journal write is one INSERT, a transaction by itself
-        self._statements = single_statements(self.engines.writes)
 
     @store_errors
     async def begin(
@@ -86,33 +85,22 @@ class TurnStore:
         and calls of its that never got a result get ``unanswered`` (if given) as theirs."""
         channel_id = record.channel_id
         deletions = self.windows.deletions
-        async with self.engines.writes.begin() as connection:
-            window = await self._window(connection, channel_id, budget, unanswered)
-            turn_id = await connection.scalar(INSERT_TURN, new_turn(record))
+        kept = self.windows.take_out(channel_id)
+
+        def work(connection: Connection) -> tuple[Window, OpenTurn, Message]:
+            window = window_of(connection, channel_id, budget, kept)
+            _interrupted(connection, channel_id, window, unanswered)
+            turn_id = connection.scalar(INSERT_TURN, new_turn(record))
             assert turn_id is not None
             turn = OpenTurn(turn_id, channel_id, window.newest)
-            (user,) = await append(connection, turn, [user])
-        recent = list(window.messages)
-        window.extend(window.newest, [user])
-        self.windows.keep(channel_id, window, deletions)
-        return BegunTurn(turn, user, recent)
+            (stored,) = append(connection, turn, [user])
+            return window, turn, stored
 
-    async def _window(
-        self, connection: AsyncConnection, channel_id: str, budget: int, unanswered: str | None
-    ) -> Window:
-        window = await self.windows.take(connection, channel_id, budget)
-        newest = window.messages[-1] if window.messages else None
-        # a channel whose newest message is an answer has no turn left running (a turn's
-        # answer and its outcome are stored together): the usual case costs nothing
-        if newest is not None and not (newest.role == "assistant" and not newest.tool_calls):
-            interrupted = await connection.execute(
-                MARK_INTERRUPTED, {"channel": channel_id, "now": utcnow()}
-            )
-            if interrupted.rowcount:
-                log.warning("%d interrupted turn(s) in %s", interrupted.rowcount, channel_id)
-                if unanswered is not None:
-                    await close_journal(connection, channel_id, window, unanswered)
-        return window
+        window, turn, stored = await self.engines.transaction(work)
+        recent = list(window.messages)
+        window.extend(window.newest, [stored])
+        self.windows.keep(channel_id, window, deletions)
+        return BegunTurn(turn, stored, recent)
 
     @store_errors
     async def journal(self, turn: OpenTurn, messages: Sequence[Message]) -> list[Message]:
@@ -122,8 +110,7 @@ class TurnStore:
             return []
         deletions = self.windows.deletions
         after = turn.position
-        async with self._statements.connect() as connection:
-            stored = await append(connection, turn, messages)
+        stored = await self.engines.statement(lambda connection: append(connection, turn, messages))
         self.windows.extend(turn.channel_id, after, stored, deletions)
         return stored
 
@@ -134,9 +121,13 @@ class TurnStore:
         """Store the turn's other messages and its outcome (and state), in one transaction."""
         deletions = self.windows.deletions
         after = turn.position
-        async with self.engines.writes.begin() as connection:
-            stored = await append(connection, turn, messages)
-            await connection.execute(UPDATE_TURN, {"turn": turn.id, **finished(record)})
+
+        def work(connection: Connection) -> list[Message]:
+            stored = append(connection, turn, messages)
+            connection.execute(UPDATE_TURN, {"turn": turn.id, **finished(record)})
+            return stored
+
+        stored = await self.engines.transaction(work)
         self.windows.extend(turn.channel_id, after, stored, deletions)
         return stored
 
@@ -164,24 +155,7 @@ class TurnStore:
     async def reopen(self, turn_id: int, budget: int) -> ReopenedTurn | None:
         """A turn to go on with (paused, or cut short by a crash): its journal and the
         channel's history before it within ``budget``."""
-        async with self.engines.writes.begin() as connection:
-            row = (await connection.execute(select(TURNS).where(TURNS.c.id == turn_id))).first()
-            if row is None:
-                return None
-            rows = (
-                await connection.execute(
-                    select(MESSAGES)
-                    .where(MESSAGES.c.turn_id == turn_id)
-                    .order_by(MESSAGES.c.position)
-                )
-            ).all()
-            journal = [message_from(r) for r in rows]
-            window = await read_window(
-                connection, row.channel_id, budget, before=rows[0].position if rows else BEYOND
-            )
-            newest = await connection.scalar(NEWEST_POSITION, {"channel": row.channel_id})
-        turn = OpenTurn(turn_id, row.channel_id, newest)
-        return ReopenedTurn(turn, turn_from(row), window.messages, journal)
+        return await self.engines.transaction(lambda c: _reopen(c, turn_id, budget))
 
     @store_errors
     async def claim(
@@ -189,58 +163,90 @@ class TurnStore:
     ) -> TurnRecord | None:
         """Move a stopped turn from ``stopped`` back to running, keeping ``decisions`` in its
         state; None when it is not in that state any more (gone on already, expired)."""
-        async with self.engines.writes.begin() as connection:
-            row = (
-                await connection.execute(
-                    select(TURNS).where(TURNS.c.id == turn_id).with_for_update()
-                )
-            ).first()
-            if row is None or row.outcome != stopped:
+
+        def claimed(record: TurnRecord) -> TurnRecord | None:
+            if record.outcome != stopped:
                 return None
-            record = turn_from(row)
             record.state = record.state.with_(decisions=dict(decisions or {}))
             record.outcome = Outcome.RUNNING
-            await connection.execute(
-                UPDATE_TURN,
-                {"turn": turn_id, "outcome": Outcome.RUNNING, "state": state_of(record.state)},
-            )
             return record
+
+        return await self.engines.transaction(lambda c: _changed(c, turn_id, claimed))
 
     @store_errors
     async def expire(self, paused_before: datetime) -> list[TurnRecord]:
         """Turns waiting for approval since before ``paused_before`` become expired; returns
         them (with their state) so the shell can say so where it asked."""
-        waiting = (TURNS.c.outcome == Outcome.AWAITING_APPROVAL) & (
-            TURNS.c.finished_at < paused_before
-        )
-        async with self.engines.writes.begin() as connection:
-            rows = (await connection.execute(select(TURNS).where(waiting))).all()
-            if not rows:
-                return []
-            ids = [row.id for row in rows]
-            await connection.execute(
-                update(TURNS).where(TURNS.c.id.in_(ids), waiting).values(outcome=Outcome.EXPIRED)
-            )
-        expired = [turn_from(row) for row in rows]
-        for record in expired:
-            record.outcome = Outcome.EXPIRED
-        return expired
+        return await self.engines.transaction(lambda c: _expire(c, paused_before))
 
     @store_errors
     async def set_card(self, turn_id: int, card: dict[str, str]) -> TurnRecord | None:
         """Record where the turn's buttons are shown (see TurnState.card); the turn as it
         is now."""
-        async with self.engines.writes.begin() as connection:
-            row = (
-                await connection.execute(
-                    select(TURNS).where(TURNS.c.id == turn_id).with_for_update()
-                )
-            ).first()
-            if row is None:
-                return None
-            record = turn_from(row)
+
+        def shown(record: TurnRecord) -> TurnRecord:
             record.state = record.state.with_(card=dict(card))
-            await connection.execute(
-                UPDATE_TURN, {"turn": turn_id, "state": state_of(record.state)}
-            )
             return record
+
+        return await self.engines.transaction(lambda c: _changed(c, turn_id, shown))
+
+
+def _interrupted(
+    connection: Connection, channel_id: str, window: Window, unanswered: str | None
+) -> None:
+    """A channel whose newest message is an answer has no turn left running (a turn's
+    answer and its outcome are stored together): the usual case costs nothing. Else its
+    running turns were cut short: interrupted."""
+    newest = window.messages[-1] if window.messages else None
+    if newest is None or (newest.role == "assistant" and not newest.tool_calls):
+        return
+    interrupted = connection.execute(MARK_INTERRUPTED, {"channel": channel_id, "now": utcnow()})
+    if interrupted.rowcount:
+        log.warning("%d interrupted turn(s) in %s", interrupted.rowcount, channel_id)
+        if unanswered is not None:
+            close_journal(connection, channel_id, window, unanswered)
+
+
+def _reopen(connection: Connection, turn_id: int, budget: int) -> ReopenedTurn | None:
+    row = connection.execute(select(TURNS).where(TURNS.c.id == turn_id)).first()
+    if row is None:
+        return None
+    rows = connection.execute(
+        select(MESSAGES).where(MESSAGES.c.turn_id == turn_id).order_by(MESSAGES.c.position)
+    ).all()
+    journal = [message_from(r) for r in rows]
+    before = rows[0].position if rows else BEYOND
+    window = read_window(connection, row.channel_id, budget, before=before)
+    newest = connection.scalar(NEWEST_POSITION, {"channel": row.channel_id})
+    turn = OpenTurn(turn_id, row.channel_id, newest)
+    return ReopenedTurn(turn, turn_from(row), window.messages, journal)
+
+
+def _changed(
+    connection: Connection, turn_id: int, change: Callable[[TurnRecord], TurnRecord | None]
+) -> TurnRecord | None:
+    """The turn as ``change`` makes it (its outcome and state), stored; None when there is
+    no such turn or ``change`` says no. The row is locked while it changes."""
+    row = connection.execute(select(TURNS).where(TURNS.c.id == turn_id).with_for_update()).first()
+    if row is None:
+        return None
+    record = change(turn_from(row))
+    if record is not None:
+        values = {"outcome": record.outcome, "state": state_of(record.state)}
+        connection.execute(UPDATE_TURN, {"turn": turn_id, **values})
+    return record
+
+
+def _expire(connection: Connection, paused_before: datetime) -> list[TurnRecord]:
+    waiting = (TURNS.c.outcome == Outcome.AWAITING_APPROVAL) & (TURNS.c.finished_at < paused_before)
+    rows = connection.execute(select(TURNS).where(waiting)).all()
+    if not rows:
+        return []
+    ids = [row.id for row in rows]
+    connection.execute(
+        update(TURNS).where(TURNS.c.id.in_(ids), waiting).values(outcome=Outcome.EXPIRED)
+    )
+    expired = [turn_from(row) for row in rows]
+    for record in expired:
+        record.outcome = Outcome.EXPIRED
+    return expired

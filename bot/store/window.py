@@ -12,8 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, select
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy import Connection, bindparam, func, select
 
 from bot.messages import Message, ToolCall
 from bot.store.models import MessageRow
@@ -83,15 +82,15 @@ class Window:
         return True
 
 
-async def read_window(
-    connection: AsyncConnection, channel_id: str, budget: int, before: int = BEYOND_POSITIONS
+def read_window(
+    connection: Connection, channel_id: str, budget: int, before: int = BEYOND_POSITIONS
 ) -> Window:
     """The channel's window for ``budget`` from the messages before position ``before``,
     read in pages from the newest end: its cost follows the budget, not the channel."""
     picked: list[Any] = []
     total = 0
     while total <= budget:
-        page = (await connection.execute(_PAGE, {"channel": channel_id, "before": before})).all()
+        page = connection.execute(_PAGE, {"channel": channel_id, "before": before}).all()
         for row in page:
             picked.append(row)
             total += row[8]  # tokens
@@ -121,26 +120,28 @@ async def read_window(
     return window
 
 
+def window_of(connection: Connection, channel_id: str, budget: int, kept: Window | None) -> Window:
+    """The channel's window: ``kept`` (taken out of Windows), if the channel is unchanged
+    since, else read."""
+    if kept is not None and kept.budget == budget and _unchanged(connection, channel_id, kept):
+        return kept
+    return read_window(connection, channel_id, budget)
+
+
 class Windows:
     """The windows a process keeps, by channel, least recently used first. Each is taken
     out while a transaction uses it and put back after the commit; a deletion anywhere
-    drops it (SQLite may reuse the highest id, so a deleted row could look unchanged)."""
+    drops it (SQLite may reuse the highest id, so a deleted row could look unchanged).
+    Used on the event loop's thread only."""
 
     def __init__(self) -> None:
         self._kept: dict[str, Window] = {}
         #: counts deletions, so a window taken out before one is not put back after it
         self.deletions = 0
 
-    async def take(self, connection: AsyncConnection, channel_id: str, budget: int) -> Window:
-        """The channel's window: the one kept, if the channel is unchanged since, else read."""
-        kept = self._kept.pop(channel_id, None)
-        if (
-            kept is not None
-            and kept.budget == budget
-            and await _unchanged(connection, channel_id, kept)
-        ):
-            return kept
-        return await read_window(connection, channel_id, budget)
+    def take_out(self, channel_id: str) -> Window | None:
+        """The window kept for the channel, if any, now out of the keeping (see window_of)."""
+        return self._kept.pop(channel_id, None)
 
     def keep(self, channel_id: str, window: Window, deletions: int) -> None:
         """Keep ``window`` for the channel's next turn, unless a deletion ran since it was
@@ -169,13 +170,13 @@ class Windows:
             self._kept.pop(channel_id, None)
 
 
-async def _unchanged(connection: AsyncConnection, channel_id: str, window: Window) -> bool:
+def _unchanged(connection: Connection, channel_id: str, window: Window) -> bool:
     """Whether the channel's rows from the window's oldest on are exactly the window's. A
     row added since has a higher id; a row deleted lowers the count; a row edited since has
     the latest ``edited_at``."""
     oldest = window.positions[0] if window.positions else 0
-    count, highest, edited = (
-        await connection.execute(_SPAN, {"channel": channel_id, "oldest": oldest})
+    count, highest, edited = connection.execute(
+        _SPAN, {"channel": channel_id, "oldest": oldest}
     ).one()
     ids = [message.id for message in window.messages]
     return (
