@@ -157,25 +157,9 @@ async def import_csv(
 
 def _read(path: Path, columns: dict[str, int], problems: _Problems) -> list[_Row]:
     """Parse and check one file, adding what is wrong to ``problems``."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        problems.add(path, 0, f"cannot be read ({exc.strerror})")
+    text = _decoded(path, problems)
+    if text is None:
         return []
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        start = exc.start
-        line = data.count(b"\n", 0, start) + 1
-        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
-        problems.add(
-            path,
-            line,
-            f"not valid UTF-8 (byte 0x{data[start]:02x} at column {column}); "
-            "save the file as UTF-8",
-        )
-        return []
-
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[_Row] = []
     first_line: dict[str, int] = {}
@@ -194,38 +178,76 @@ def _read(path: Path, columns: dict[str, int], problems: _Problems) -> list[_Row
             header = [name.strip().lower() for name in record]
             if not _check_header(path, header, problems):
                 return []
-            continue
-        if not any(value.strip() for value in record):
-            continue  # blank line
-        if len(record) != len(header):
-            problems.add(path, start, f"expected {len(header)} fields, found {len(record)}")
-            continue
-        values: dict[str, str | None] = dict.fromkeys(columns)
-        attributes: dict[str, str | None] = {}
-        for name, raw in zip(header, record, strict=True):
-            value = raw.strip() or None
-            if name in columns:
-                values[name] = value
-                if value is not None and len(value) > columns[name]:
-                    problems.add(path, start, f"{name} is longer than {columns[name]} characters")
-            else:
-                attributes[name] = value
-        for name in REQUIRED:
-            if values[name] is None:
-                problems.add(path, start, f"{name} is empty")
-        row_id = values["id"]
-        if row_id is not None:
-            if row_id in first_line:
-                problems.add(
-                    path, start, f"duplicate id {row_id!r} (first on line {first_line[row_id]})"
-                )
-            else:
-                first_line[row_id] = start
-        present = [name for name in header if name in columns]
-        rows.append(_Row(start, values, present, attributes))
+        elif any(value.strip() for value in record):  # not a blank line
+            row = _record(path, start, header, record, columns, problems)
+            if row is not None:
+                _check_id(path, row, first_line, problems)
+                rows.append(row)
     if header is None:
         problems.add(path, 1, "the file is empty; expected a header line")
     return rows
+
+
+def _decoded(path: Path, problems: _Problems) -> str | None:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        problems.add(path, 0, f"cannot be read ({exc.strerror})")
+        return None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        start = exc.start
+        line = data.count(b"\n", 0, start) + 1
+        column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+        problems.add(
+            path,
+            line,
+            f"not valid UTF-8 (byte 0x{data[start]:02x} at column {column}); "
+            "save the file as UTF-8",
+        )
+        return None
+
+
+def _record(
+    path: Path,
+    start: int,
+    header: list[str],
+    record: list[str],
+    columns: dict[str, int],
+    problems: _Problems,
+) -> _Row | None:
+    """One record as a row, its problems added; None when its fields do not line up."""
+    if len(record) != len(header):
+        problems.add(path, start, f"expected {len(header)} fields, found {len(record)}")
+        return None
+    values: dict[str, str | None] = dict.fromkeys(columns)
+    attributes: dict[str, str | None] = {}
+    for name, raw in zip(header, record, strict=True):
+        value = raw.strip() or None
+        if name in columns:
+            values[name] = value
+            if value is not None and len(value) > columns[name]:
+                problems.add(path, start, f"{name} is longer than {columns[name]} characters")
+        else:
+            attributes[name] = value
+    for name in REQUIRED:
+        if values[name] is None:
+            problems.add(path, start, f"{name} is empty")
+    present = [name for name in header if name in columns]
+    return _Row(start, values, present, attributes)
+
+
+def _check_id(path: Path, row: _Row, first_line: dict[str, int], problems: _Problems) -> None:
+    row_id = row.values["id"]
+    if row_id is None:
+        return
+    if row_id in first_line:
+        problems.add(
+            path, row.line, f"duplicate id {row_id!r} (first on line {first_line[row_id]})"
+        )
+    else:
+        first_line[row_id] = row.line
 
 
 def _check_header(path: Path, header: list[str], problems: _Problems) -> bool:
