@@ -136,7 +136,10 @@ def create_engines(database_url: str) -> Engines:
     url = async_database_url(database_url)
     if not url.startswith("sqlite"):
         # a pooled connection is pinged before use: one a server restart (or an idle
-        # timeout) ended is replaced instead of failing the turn that draws it
+        # timeout) ended is replaced instead of failing the turn that draws it. A ping is
+        # a round trip (a transaction 0.58 -> 0.85 ms); checking asyncpg's is_closed()
+        # instead costs nothing but misses a connection ended a moment ago (tried, the
+        # restart test failed), so correctness wins
         engine = create_async_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
         # who holds a channel, and leases: a commit there need not wait for the disk (a
         # database crash loses at most the last ~0.6 s of them, and every one can be done
