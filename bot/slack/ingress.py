@@ -6,7 +6,10 @@ In this order, so that a stranger's request costs little and leaves one log line
    streamed without one is read no further than that;
 2. Slack's signature over the raw bytes, with a timestamp that is a number no more than
    five minutes off (401). Nothing is decoded or parsed before this;
-3. only then the body is read as Slack sends it (JSON, or a form carrying ``payload``).
+3. only then the body is read as Slack sends it (JSON, or a form carrying ``payload``); a
+   signed one the bot does not handle (not an object, or an event whose fields are not
+   what Slack sends: bot.slack.events.malformed) is acknowledged with 200 and dropped, so
+   that Slack does not send it again.
 
 The refusal's log line names the method, the path, the size and the reason; never the body.
 """
@@ -27,6 +30,8 @@ from slack_bolt.request.internals import parse_body
 from starlette.requests import Request
 from starlette.responses import Response
 
+from bot.slack.events import malformed
+
 log = logging.getLogger(__name__)
 
 #: Slack's own requests are a few KB; a message is at most 40,000 characters
@@ -45,12 +50,14 @@ async def handle(request: Request, app: AsyncApp, secret: bytes) -> Response:
     except Refused as refused:
         return Response(status_code=refused.status)
     payload = payload_of(body, request.headers.get("content-type"))
-    if payload is None:
+    problem = "not a JSON object nor a form carrying one" if payload is None else malformed(payload)
+    if problem is not None:
         log.warning(
-            "acknowledged a signed request to %s (%d bytes) that is not a JSON object nor "
-            "a form carrying one; nothing done",
+            "acknowledged a signed request to %s (%d bytes) that the bot does not handle, "
+            "and did nothing: %s",
             request.url.path,
             len(body),
+            problem,
         )
         return Response(status_code=200)
     # decoded, it parses as above: Bolt parses it again into its own request
