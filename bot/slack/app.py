@@ -16,11 +16,14 @@ in the Worker (who may press a button is checked there, against the stored turn)
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.error import BoltUnhandledRequestError
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.middleware.async_middleware import AsyncMiddleware
 from slack_bolt.request.async_request import AsyncBoltRequest
@@ -41,6 +44,7 @@ from bot.slack.worker import Worker
 log = logging.getLogger(__name__)
 
 Next = Callable[[], Awaitable[BoltResponse]]
+_TYPE_NAME = re.compile(r"^[a-z_]{1,40}$")
 
 
 class _TokenInClient(logging.Filter):
@@ -103,11 +107,35 @@ def build_slack_app(
         # themselves, so this middleware would only cost time
         attaching_function_token_enabled=False,
         attaching_conversation_kwargs_enabled=False,
+        # a request no listener takes goes to acknowledge_unhandled (Bolt's own answer is a
+        # 404, which Slack retries, and a warning with sample code many lines long)
+        raise_error_for_unhandled_request=True,
     )
+    app.error(acknowledge_unhandled)
     app.use(IgnoreUnwanted())
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
+
+
+async def acknowledge_unhandled(error: Exception, body: dict[str, Any]) -> BoltResponse | None:
+    """Bolt's error handler: a request no listener takes (an event the app does not
+    subscribe to, another app's button) is acknowledged with one line; any other error is
+    logged with its traceback, as Bolt would."""
+    event = body.get("event")
+    kinds = (body.get("type"), event.get("type") if isinstance(event, dict) else None)
+    kind = " ".join(_name(k) for k in kinds if k is not None)
+    if isinstance(error, BoltUnhandledRequestError):
+        log.warning("acknowledged a Slack request no listener takes (%s); nothing done", kind)
+        return BoltResponse(status=200, body="")
+    log.error("the Slack app failed on a request (%s)", kind, exc_info=error)
+    return None
+
+
+def _name(value: object) -> str:
+    """A request's or event's type for the log, if it looks like one (never what else
+    the sender put there)."""
+    return value if isinstance(value, str) and _TYPE_NAME.match(value) else "?"
 
 
 class IgnoreUnwanted(AsyncMiddleware):

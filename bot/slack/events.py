@@ -24,6 +24,11 @@ QUESTION, CHANGE, PRESS = "question", "change", "press"
 #: a turn id fits a BIGINT
 TURN_ID_DIGITS = 18
 _TS = re.compile(r"^[0-9]{1,12}\.[0-9]{1,9}$")
+#: the longest channel, user or event ID the database keeps (Slack's are about 11)
+ID_CHARS = 64
+#: a message event's fields the bot reads, and what each must be when present
+_ID_FIELDS = ("type", "subtype", "channel", "channel_type", "user", "bot_id", "team")
+_TS_FIELDS = ("ts", "thread_ts", "event_ts", "deleted_ts")
 
 
 @dataclass(frozen=True)
@@ -85,9 +90,9 @@ def question_from(event: dict[str, Any], bot_user_id: str | None) -> Question | 
     if event.get("subtype") not in ANSWERED_SUBTYPES:
         return None
     channel, ts, user = event.get("channel"), event.get("ts"), event.get("user")
-    if not (channel and ts and user):
+    text = event.get("text")
+    if not (channel and ts and user and isinstance(text, str)):
         return None
-    text = event.get("text") or ""
     in_dm = kind == "message" and event.get("channel_type") == "im"
     if not in_dm and not mentions(text, bot_user_id):
         return None
@@ -217,6 +222,51 @@ def press_from(body: dict[str, Any], action_ids: frozenset[str]) -> Press | None
     if not _TS.match(action_ts):
         return None
     return Press(action_id, int(value), user_id, channel, action_ts)
+
+
+def malformed(body: dict[str, Any]) -> str | None:
+    """Why a signed request cannot be an event the bot handles (a field missing or of the
+    wrong type; no value named), or None. A message or mention is checked field by field
+    here, before any rule above or Bolt reads it; other events are for Bolt's listeners."""
+    if body.get("type") != "event_callback":
+        return None
+    event, event_id = body.get("event"), body.get("event_id")
+    if not isinstance(event, dict):
+        return "an event_callback without an event"
+    if event_id is not None and not _is_id(event_id):
+        return "its event_id is not an ID"
+    if not isinstance(event.get("type"), str):
+        return "an event without a type"
+    if event["type"] not in ("app_mention", "message"):
+        return None
+    if problem := _odd_fields(event, "event"):
+        return problem
+    for name in ("message", "previous_message"):  # an edit's or deletion's message
+        inner = event.get(name)
+        if inner is None:
+            continue
+        if not isinstance(inner, dict):
+            return f"event.{name} is not a message"
+        if problem := _odd_fields(inner, f"event.{name}"):
+            return problem
+    return None
+
+
+def _odd_fields(message: dict[str, Any], where: str) -> str | None:
+    for name in _ID_FIELDS:
+        if message.get(name) is not None and not _is_id(message[name]):
+            return f"{where}.{name} is not an ID"
+    for name in _TS_FIELDS:
+        value = message.get(name)
+        if value is not None and not (isinstance(value, str) and _TS.match(value)):
+            return f"{where}.{name} is not a Slack timestamp"
+    if "text" in message and not isinstance(message["text"], str):
+        return f"{where}.text is not a string"
+    return None
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= ID_CHARS
 
 
 def is_ignored(event: dict[str, Any], bot_user_id: str | None) -> bool:
