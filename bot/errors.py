@@ -2,6 +2,7 @@
 
 BotError
  +-- SettingsError    a setting is missing or malformed (exit status 2)
+ +-- AccessRevoked    Slack refuses the bot's token for good (exit status 3)
  +-- ModelError       the model server failed; ``user_message`` is what the user reads
  |    +-- ModelTimeout
  +-- ToolError        a tool failed; its text becomes the call's ``{"error": ...}`` result
@@ -15,6 +16,11 @@ class BotError(Exception):
 
 class SettingsError(BotError):
     """A setting the command needs is missing or malformed."""
+
+
+class AccessRevoked(BotError):
+    """Slack refuses a token of the bot (mistyped, revoked, the app uninstalled, the account
+    deactivated): restarting will not help until an admin fixes it."""
 
 
 class ModelError(BotError):

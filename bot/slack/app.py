@@ -37,6 +37,7 @@ from bot.slack.approvals import BUTTONS
 from bot.slack.events import change_from, is_ignored, press_from, question_from
 from bot.slack.poster import NoDoublePostRetryHandler
 from bot.slack.worker import Worker
+from bot.slack.workspace import Revocations, WorkspaceClient
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +55,11 @@ class _TokenInClient(logging.Filter):
 _TOKEN_IN_CLIENT = _TokenInClient()
 
 
-def web_client(settings: Settings, session: aiohttp.ClientSession) -> AsyncWebClient:
+def web_client(settings: Settings, session: aiohttp.ClientSession) -> WorkspaceClient:
     """The Web API client: SLACK_API_URL, one shared connection pool, and retries of 429s
-    (after Retry-After) and of connection errors (not of a post that may have gone through)."""
-    return AsyncWebClient(
+    (after Retry-After) and of connection errors (not of a post that may have gone through);
+    it stops once the workspace revokes the bot (bot.slack.workspace)."""
+    return WorkspaceClient(
         token=settings.SLACK_BOT_TOKEN,
         base_url=settings.SLACK_API_URL,
         session=session,
@@ -70,7 +72,7 @@ def web_client(settings: Settings, session: aiohttp.ClientSession) -> AsyncWebCl
 
 def build_slack_app(
     *,
-    client: AsyncWebClient,
+    client: WorkspaceClient,
     identity: AuthorizeResult,
     signing_secret: str | None,
     worker: Worker,
@@ -104,6 +106,7 @@ def build_slack_app(
         attaching_function_token_enabled=False,
         attaching_conversation_kwargs_enabled=False,
     )
+    app.use(Revocations(client))
     app.use(IgnoreUnwanted())
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
