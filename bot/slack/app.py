@@ -107,14 +107,18 @@ def build_slack_app(
         attaching_conversation_kwargs_enabled=False,
     )
     app.use(Revocations(client))
-    app.use(IgnoreUnwanted())
+    app.use(IgnoreUnwanted(identity.team_id))
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
 
 
 class IgnoreUnwanted(AsyncMiddleware):
-    """Acknowledge and drop what the bot never acts on; make a job of what it does."""
+    """Acknowledge and drop what the bot never acts on; make a job of what it does.
+    ``home_team``: the bot's workspace (people of another one are told apart)."""
+
+    def __init__(self, home_team: str | None) -> None:
+        self.home_team = home_team
 
     async def async_process(
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
@@ -138,7 +142,7 @@ class IgnoreUnwanted(AsyncMiddleware):
         if is_ignored(event, context.bot_user_id):
             return BoltResponse(status=200, body="")
         event_id = body.get("event_id")
-        question = question_from(event, context.bot_user_id)
+        question = question_from(event, context.bot_user_id, self.home_team)
         change = change_from(event, context.bot_user_id)
         context["question"] = question
         if question is not None:
@@ -154,7 +158,7 @@ class IgnoreUnwanted(AsyncMiddleware):
         )
         if not ours:
             return await next()
-        press = press_from(req.body, BUTTONS)
+        press = press_from(req.body, BUTTONS, self.home_team)
         if press is None:
             log.warning("ignored a press of the bot's button with a malformed payload")
             return BoltResponse(status=200, body="")
