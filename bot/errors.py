@@ -5,6 +5,7 @@ BotError
  +-- AccessRevoked    Slack refuses the bot's token for good (exit status 3)
  +-- ModelError       the model server failed; ``user_message`` is what the user reads
  |    +-- ModelTimeout
+ |    +-- TurnRefused  the model was not asked: a limit of the bot's (bot.agent.limits)
  +-- ToolError        a tool failed; its text becomes the call's ``{"error": ...}`` result
  +-- StoreError       the database failed
 """
@@ -37,6 +38,11 @@ class ModelTimeout(ModelError):
 
     def __init__(self, message: str = "The model did not answer in time.") -> None:
         super().__init__(message, kind="timeout")
+
+
+class TurnRefused(ModelError):
+    """The turn was not sent to the model: the person asked too often, or the process has
+    too many requests in flight. The message is the polite reply."""
 
 
 class ToolError(BotError):
