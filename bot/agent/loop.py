@@ -12,6 +12,7 @@ turn what it changed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import secrets
@@ -19,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from bot.agent.limits import ModelSlots
 from bot.agent.tokens import count_message
 from bot.errors import ModelError, ModelTimeout
 from bot.llm.base import ChatModel, TextSink
@@ -87,11 +89,20 @@ class Loop:
     system: str
     max_rounds: int = 5
     deadline_s: float = 300.0
+    #: model requests in flight at once (None: no limit)
+    slots: ModelSlots | None = None
 
     async def run(self, history: Sequence[Message], user: Message, hooks: Hooks) -> TurnResult:
-        """Run one turn. Never raises ModelError: a failing model is the result's error."""
+        """Run one turn. Never raises ModelError: a failing model is the result's error (a
+        new turn refused for want of a model slot too)."""
         result = TurnResult(outcome=Outcome.RUNNING)
-        return await self._bounded(self._rounds([*history, user], result, hooks), result)
+
+        async def turn() -> None:
+            if self.slots is not None:
+                await self.slots.admit()
+            await self._rounds([*history, user], result, hooks)
+
+        return await self._bounded(turn(), result)
 
     async def resume(
         self,
@@ -179,7 +190,8 @@ class Loop:
         if capped:
             system = f"{system}\n\n{CAPPED_NOTE.format(result.rounds)}"
         started = time.perf_counter()
-        reply = await self.model.complete(system, conversation, specs, on_text)
+        async with self.slots.request() if self.slots else contextlib.nullcontext():
+            reply = await self.model.complete(system, conversation, specs, on_text)
         log.debug("model answered in %.0f ms", (time.perf_counter() - started) * 1000)
         return reply
 

@@ -59,6 +59,8 @@ class ResponsesModel:
             request["temperature"] = self.options.temperature
         if self.options.reasoning_effort is not None:
             request["reasoning"] = {"effort": self.options.reasoning_effort}
+        if self.options.max_output_tokens is not None:
+            request["max_output_tokens"] = self.options.max_output_tokens
         with model_errors(self.api):
             if on_text is not None:
                 return _reply(await self._stream(request, on_text))

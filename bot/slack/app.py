@@ -40,6 +40,7 @@ from bot.slack.approvals import BUTTONS
 from bot.slack.events import change_from, is_ignored, press_from, question_from
 from bot.slack.poster import NoDoublePostRetryHandler
 from bot.slack.worker import Worker
+from bot.slack.workspace import Revocations, WorkspaceClient
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +59,11 @@ class _TokenInClient(logging.Filter):
 _TOKEN_IN_CLIENT = _TokenInClient()
 
 
-def web_client(settings: Settings, session: aiohttp.ClientSession) -> AsyncWebClient:
+def web_client(settings: Settings, session: aiohttp.ClientSession) -> WorkspaceClient:
     """The Web API client: SLACK_API_URL, one shared connection pool, and retries of 429s
-    (after Retry-After) and of connection errors (not of a post that may have gone through)."""
-    return AsyncWebClient(
+    (after Retry-After) and of connection errors (not of a post that may have gone through);
+    it stops once the workspace revokes the bot (bot.slack.workspace)."""
+    return WorkspaceClient(
         token=settings.SLACK_BOT_TOKEN,
         base_url=settings.SLACK_API_URL,
         session=session,
@@ -74,7 +76,7 @@ def web_client(settings: Settings, session: aiohttp.ClientSession) -> AsyncWebCl
 
 def build_slack_app(
     *,
-    client: AsyncWebClient,
+    client: WorkspaceClient,
     identity: AuthorizeResult,
     signing_secret: str | None,
     worker: Worker,
@@ -112,7 +114,8 @@ def build_slack_app(
         raise_error_for_unhandled_request=True,
     )
     app.error(acknowledge_unhandled)
-    app.use(IgnoreUnwanted())
+    app.use(Revocations(client))
+    app.use(IgnoreUnwanted(identity.team_id))
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
@@ -139,7 +142,11 @@ def _name(value: object) -> str:
 
 
 class IgnoreUnwanted(AsyncMiddleware):
-    """Acknowledge and drop what the bot never acts on; make a job of what it does."""
+    """Acknowledge and drop what the bot never acts on; make a job of what it does.
+    ``home_team``: the bot's workspace (people of another one are told apart)."""
+
+    def __init__(self, home_team: str | None) -> None:
+        self.home_team = home_team
 
     async def async_process(
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
@@ -163,7 +170,7 @@ class IgnoreUnwanted(AsyncMiddleware):
         if is_ignored(event, context.bot_user_id):
             return BoltResponse(status=200, body="")
         event_id = body.get("event_id")
-        question = question_from(event, context.bot_user_id)
+        question = question_from(event, context.bot_user_id, self.home_team)
         change = change_from(event, context.bot_user_id)
         context["question"] = question
         if question is not None:
@@ -179,7 +186,7 @@ class IgnoreUnwanted(AsyncMiddleware):
         )
         if not ours:
             return await next()
-        press = press_from(req.body, BUTTONS)
+        press = press_from(req.body, BUTTONS, self.home_team)
         if press is None:
             log.warning("ignored a press of the bot's button with a malformed payload")
             return BoltResponse(status=200, body="")

@@ -30,6 +30,7 @@ from bot.agent.conversations import Reply
 from bot.slack.events import Question, Thread
 from bot.slack.format import escape, format_answer
 from bot.slack.pacing import ChannelPacer
+from bot.slack.workspace import NOT_SENT
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,7 @@ class Poster:
             return (await post()).get("ts")
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
             if not _may_have_posted(exc):
-                log.warning("Slack chat.postMessage failed: %s", _reason(exc))
+                _log_failure("chat.postMessage", _reason(exc))
                 return None
             log.warning(
                 "lost Slack's response to chat.postMessage in %s (%s): looking for the message",
@@ -259,12 +260,15 @@ class Poster:
         try:
             return await call
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
-            reason = _reason(exc)
-            # the sign is already up (a question taken over from a process that died) or
-            # already down: nothing went wrong
-            level = logging.DEBUG if reason in ALREADY_SO else logging.WARNING
-            log.log(level, "Slack %s failed: %s", method, reason)
+            _log_failure(method, _reason(exc))
         return None
+
+
+def _log_failure(method: str, reason: str) -> None:
+    # the sign is already up (a question taken over from a process that died) or already
+    # down: nothing went wrong; a call not sent (access revoked) was logged once already
+    quiet = reason in ALREADY_SO or reason == NOT_SENT
+    log.log(logging.DEBUG if quiet else logging.WARNING, "Slack %s failed: %s", method, reason)
 
 
 def _may_have_posted(exc: Exception) -> bool:

@@ -387,6 +387,31 @@ def _validate_sampling(body: dict[str, Any], api: str) -> None:
         effort, param = (reasoning or {}).get("effort"), "reasoning.effort"
     if effort is not None and effort not in REASONING_EFFORTS:
         raise _invalid_value(param, effort, REASONING_EFFORTS)
+    _validate_output_budget(body, api)
+
+
+#: the least a reply's token budget may be, by API (the Responses API's is 16)
+MIN_OUTPUT_TOKENS = {"chat": 1, "responses": 16}
+
+
+def _validate_output_budget(body: dict[str, Any], api: str) -> None:
+    """max_completion_tokens / max_tokens (chat), max_output_tokens (responses)."""
+    params = ("max_completion_tokens", "max_tokens") if api == "chat" else ("max_output_tokens",)
+    least = MIN_OUTPUT_TOKENS.get(api, 1)
+    for param in params:
+        value = body.get(param)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _invalid_type(param, "an integer", value)
+        if value < least:
+            raise _ApiError(
+                400,
+                f"Invalid '{param}': integer below minimum value. Expected a value >= {least}, "
+                f"but got {value} instead.",
+                param=param,
+                code="integer_below_min_value",
+            )
 
 
 def _validate_name(name: Any, param: str) -> str:
