@@ -174,7 +174,7 @@ class Loop:
                 self._finish(reply, conversation, result, capped)
                 return
             calls = tuple(self._marked(call) for call in reply.tool_calls)
-            assistant = _counted(Message.assistant(reply.content, calls))
+            assistant = _counted(Message.assistant(reply.content, calls, reply.replay))
             decisions = await self._decide(calls, hooks.approver)
             if any(d.action == "pause" for d in decisions.values()):
                 result.outcome, result.pending = Outcome.AWAITING_APPROVAL, assistant
