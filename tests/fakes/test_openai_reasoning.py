@@ -17,16 +17,9 @@ QUESTION = {"role": "user", "content": "What time is it?"}
 ENCRYPTED = ["reasoning.encrypted_content"]
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FakeOpenAI(api_key=KEY) as fake:
-        yield fake
-
-
 @pytest.fixture
-def fake(server: FakeOpenAI) -> FakeOpenAI:
-    server.reset()
-    return server
+def fake(fake_openai: FakeOpenAI) -> FakeOpenAI:
+    return fake_openai
 
 
 @pytest.fixture
