@@ -214,13 +214,6 @@ class Conversations:
         hooks = self._journaled(hooks, begun.turn)
         history = select_window(begun.recent, self.token_budget)
         result = await self._refused(incoming) or await self.loop.run(history, begun.user, hooks)
-        if result.error and result.error.kind == "context_length" and not result.messages:
-            # the estimate was too generous for this model: once more with a quarter of it
-            log.warning(
-                "context length exceeded in %s; retrying with less history", record.channel_id
-            )
-            history = select_window(begun.recent, self.token_budget // 4)
-            result = await self.loop.run(history, begun.user, hooks)
         return await self._store(begun.turn, record, result, started)
 
     async def _refused(self, incoming: Incoming) -> TurnResult | None:
@@ -300,9 +293,9 @@ class Conversations:
         started = time.perf_counter()
         record = reopened.record
         history = select_window(reopened.before, self.token_budget)
-        conversation = [*history, *repair(journal)]
         result = await self.loop.resume(
-            conversation,
+            history,
+            repair(journal),
             unfinished,
             record.state.decisions,
             prior,
