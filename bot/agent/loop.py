@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from bot import telemetry
 from bot.agent.tokens import count_message
 from bot.errors import ModelError, ModelTimeout
 from bot.llm.base import ChatModel, TextSink
@@ -179,7 +180,11 @@ class Loop:
         if capped:
             system = f"{system}\n\n{CAPPED_NOTE.format(result.rounds)}"
         started = time.perf_counter()
-        reply = await self.model.complete(system, conversation, specs, on_text)
+        with telemetry.model_request(
+            self.model.model, self.model.api, system, conversation
+        ) as request:
+            reply = await self.model.complete(system, conversation, specs, on_text)
+            request.replied(reply)
         log.debug("model answered in %.0f ms", (time.perf_counter() - started) * 1000)
         return reply
 

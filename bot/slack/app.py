@@ -1,6 +1,8 @@
 """build_slack_app: the Bolt app. The cross-cutting Slack rules are middleware, run after
 Bolt's own (signature, authorization, the bot's own events, url_verification):
 
+0. ``Observed``: an event or press gets its span (bot.telemetry), and its channel and event
+   id go on every log line of its handling and of the job it becomes.
 1. ``IgnoreUnwanted``: bots, ignored subtypes and channel messages that do not mention the
    bot are acknowledged and dropped, never stored; a question, a deletion or edit, or a
    press of one of the bot's buttons becomes a job. Slack's ``app_rate_limited`` notice is
@@ -28,10 +30,12 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import telemetry
 from bot.config import Settings
 from bot.errors import StoreError
 from bot.jobs import ShuttingDown
 from bot.jobs.runner import Jobs
+from bot.logs import log_context
 from bot.slack import listeners
 from bot.slack.approvals import BUTTONS
 from bot.slack.events import change_from, is_ignored, press_from, question_from
@@ -104,10 +108,37 @@ def build_slack_app(
         attaching_function_token_enabled=False,
         attaching_conversation_kwargs_enabled=False,
     )
+    app.use(Observed())
     app.use(IgnoreUnwanted())
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
+
+
+class Observed(AsyncMiddleware):
+    """The span of an incoming event or press, and its ids on the log lines within."""
+
+    async def async_process(
+        self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
+    ) -> BoltResponse | None:
+        body = req.body
+        kind = body.get("type")
+        event = body.get("event") if kind == "event_callback" else None
+        if isinstance(event, dict):
+            kind, where = event.get("type"), event.get("channel")
+        else:
+            container = body.get("channel")
+            where = container.get("id") if isinstance(container, dict) else None
+        channel = where if isinstance(where, str) else None
+        event_id = body.get("event_id") if isinstance(body.get("event_id"), str) else None
+        attributes = {"slack.event.type": str(kind), "slack.team_id": str(body.get("team_id"))}
+        if event_id is not None:
+            attributes["slack.event_id"] = event_id
+        with (
+            log_context(channel=channel, event_id=event_id),
+            telemetry.received(f"slack {kind}", attributes),
+        ):
+            return await next()
 
 
 class IgnoreUnwanted(AsyncMiddleware):
