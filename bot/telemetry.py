@@ -48,6 +48,7 @@ class _Content:
 
 
 def capture_content(on: bool) -> None:
+    """Set by build_services from OTEL_CAPTURE_CONTENT."""
     _Content.captured = on
 
 
@@ -55,7 +56,6 @@ def configure_tracing(settings: Settings) -> None:
     """Export spans over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (its ``/v1/traces``), in
     batches; the exporter reads the other ``OTEL_EXPORTER_OTLP_*`` variables (headers, time
     limit) from the environment itself. Unset: nothing is traced, and the SDK is not loaded."""
-    capture_content(settings.OTEL_CAPTURE_CONTENT)
     endpoint = settings.OTEL_EXPORTER_OTLP_ENDPOINT
     if not endpoint:
         return

@@ -1,15 +1,16 @@
 """build_slack_app: the Bolt app. The cross-cutting Slack rules are middleware, run after
 Bolt's own (signature, authorization, the bot's own events, url_verification):
 
-0. ``Observed``: an event or press gets its span (bot.telemetry), and its channel and event
-   id go on every log line of its handling and of the job it becomes.
 1. ``IgnoreUnwanted``: bots, ignored subtypes and channel messages that do not mention the
    bot are acknowledged and dropped, never stored; a question, a deletion or edit, or a
    press of one of the bot's buttons becomes a job. Slack's ``app_rate_limited`` notice is
    acknowledged and logged as an error.
 2. ``SubmitOnce``: the job goes into the inbox (bot.jobs) before the ack; a duplicate
    delivery is acknowledged and dropped. A database failure, or a process shutting down,
-   answers 503, so Slack delivers the event again later.
+   answers 503, so Slack delivers the event again later. The event gets its span
+   (bot.telemetry), the parent of its job's, and its channel and event id go on the job's
+   log lines. (A Bolt middleware's ``next()`` only lets the next one run after it returns:
+   what it wraps ends there.)
 
 Listeners then only acknowledge (and put the progress reaction on): the jobs run after the ack,
 in the Worker (who may press a button is checked there, against the stored turn).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
@@ -33,7 +35,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot import telemetry
 from bot.config import Settings
 from bot.errors import StoreError
-from bot.jobs import ShuttingDown
+from bot.jobs import Job, ShuttingDown
 from bot.jobs.runner import Jobs
 from bot.logs import log_context
 from bot.slack import listeners
@@ -108,37 +110,10 @@ def build_slack_app(
         attaching_function_token_enabled=False,
         attaching_conversation_kwargs_enabled=False,
     )
-    app.use(Observed())
     app.use(IgnoreUnwanted())
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
-
-
-class Observed(AsyncMiddleware):
-    """The span of an incoming event or press, and its ids on the log lines within."""
-
-    async def async_process(
-        self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
-    ) -> BoltResponse | None:
-        body = req.body
-        kind = body.get("type")
-        event = body.get("event") if kind == "event_callback" else None
-        if isinstance(event, dict):
-            kind, where = event.get("type"), event.get("channel")
-        else:
-            container = body.get("channel")
-            where = container.get("id") if isinstance(container, dict) else None
-        channel = where if isinstance(where, str) else None
-        event_id = body.get("event_id") if isinstance(body.get("event_id"), str) else None
-        attributes = {"slack.event.type": str(kind), "slack.team_id": str(body.get("team_id"))}
-        if event_id is not None:
-            attributes["slack.event_id"] = event_id
-        with (
-            log_context(channel=channel, event_id=event_id),
-            telemetry.received(f"slack {kind}", attributes),
-        ):
-            return await next()
 
 
 class IgnoreUnwanted(AsyncMiddleware):
@@ -204,7 +179,11 @@ class SubmitOnce(AsyncMiddleware):
         if job is None:
             return await next()
         try:
-            submitted = await self.jobs.submit(job)
+            with (
+                log_context(channel=job.channel, event_id=job.event_id),
+                telemetry.received(_span_name(req.body), _attributes(req.body, job)),
+            ):
+                submitted = await self.jobs.submit(job)
         except ShuttingDown:
             return BoltResponse(status=503, body="")
         except StoreError as exc:
@@ -218,3 +197,20 @@ class SubmitOnce(AsyncMiddleware):
         if not submitted:
             return BoltResponse(status=200, body="")
         return await next()
+
+
+def _span_name(body: dict[str, Any]) -> str:
+    """``slack app_mention``, ``slack message``, ``slack block_actions``"""
+    event = body.get("event")
+    kind = event.get("type") if isinstance(event, dict) else body.get("type")
+    return f"slack {kind}"
+
+
+def _attributes(body: dict[str, Any], job: Job) -> dict[str, str]:
+    attributes = {
+        "slack.event.type": _span_name(body).removeprefix("slack "),
+        "slack.job": job.kind,
+    }
+    if job.event_id:
+        attributes["slack.event_id"] = job.event_id
+    return attributes
