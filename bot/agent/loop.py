@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from bot import telemetry
 from bot.agent.limits import ModelSlots
 from bot.agent.tokens import count_message
 from bot.agent.window import select_window
@@ -207,6 +208,19 @@ class Loop:
             decisions[call.id] = await approver(call) if writes and approver else RUN
         return decisions
 
+    async def _complete(
+        self,
+        system: str,
+        messages: list[Message],
+        specs: Sequence[ToolSpec],
+        on_text: TextSink | None,
+    ) -> ModelReply:
+        """One model request, traced and counted."""
+        with telemetry.model_request(self.model.model, self.model.api, system, messages) as request:
+            reply = await self.model.complete(system, messages, specs, on_text)
+            request.replied(reply)
+        return reply
+
     async def _ask(
         self,
         conversation: Conversation,
@@ -223,7 +237,7 @@ class Loop:
         started = time.perf_counter()
         async with self.slots.request() if self.slots else contextlib.nullcontext():
             try:
-                reply = await self.model.complete(system, conversation.messages, specs, on_text)
+                reply = await self._complete(system, conversation.messages, specs, on_text)
             except ModelError as exc:
                 # the estimate let in more than this model takes: once, with less history
                 before = len(conversation.history)
@@ -235,7 +249,7 @@ class Loop:
                     len(conversation.history),
                     before,
                 )
-                reply = await self.model.complete(system, conversation.messages, specs, on_text)
+                reply = await self._complete(system, conversation.messages, specs, on_text)
         log.debug("model answered in %.0f ms", (time.perf_counter() - started) * 1000)
         return reply
 

@@ -7,7 +7,10 @@ Bolt's own (signature, authorization, the bot's own events, url_verification):
    acknowledged and logged as an error.
 2. ``SubmitOnce``: the job goes into the inbox (bot.jobs) before the ack; a duplicate
    delivery is acknowledged and dropped. A database failure, or a process shutting down,
-   answers 503, so Slack delivers the event again later.
+   answers 503, so Slack delivers the event again later. The event gets its span
+   (bot.telemetry), the parent of its job's, and its channel and event id go on the job's
+   log lines. (A Bolt middleware's ``next()`` only lets the next one run after it returns:
+   what it wraps ends there.)
 
 Listeners then only acknowledge (and put the progress reaction on): the jobs run after the ack,
 in the Worker (who may press a button is checked there, against the stored turn).
@@ -31,10 +34,12 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import telemetry
 from bot.config import Settings
 from bot.errors import StoreError
-from bot.jobs import ShuttingDown
+from bot.jobs import Job, ShuttingDown
 from bot.jobs.runner import Jobs
+from bot.logs import log_context
 from bot.slack import listeners
 from bot.slack.approvals import BUTTONS
 from bot.slack.events import change_from, is_ignored, press_from, question_from
@@ -208,7 +213,11 @@ class SubmitOnce(AsyncMiddleware):
         if job is None:
             return await next()
         try:
-            submitted = await self.jobs.submit(job)
+            with (
+                log_context(channel=job.channel, event_id=job.event_id),
+                telemetry.received(_span_name(req.body), _attributes(req.body, job)),
+            ):
+                submitted = await self.jobs.submit(job)
         except ShuttingDown:
             return BoltResponse(status=503, body="")
         except StoreError as exc:
@@ -222,3 +231,20 @@ class SubmitOnce(AsyncMiddleware):
         if not submitted:
             return BoltResponse(status=200, body="")
         return await next()
+
+
+def _span_name(body: dict[str, Any]) -> str:
+    """``slack app_mention``, ``slack message``, ``slack block_actions``"""
+    event = body.get("event")
+    kind = event.get("type") if isinstance(event, dict) else body.get("type")
+    return f"slack {kind}"
+
+
+def _attributes(body: dict[str, Any], job: Job) -> dict[str, str]:
+    attributes = {
+        "slack.event.type": _span_name(body).removeprefix("slack "),
+        "slack.job": job.kind,
+    }
+    if job.event_id:
+        attributes["slack.event_id"] = job.event_id
+    return attributes
