@@ -21,7 +21,6 @@ from bot.slack.events import Press, Thread
 
 log = logging.getLogger(__name__)
 
-BUTTONS = frozenset({APPROVE, DECLINE, CONTINUE})
 ONLY_THE_REQUESTER = "Only the person who asked (or a bot admin) can answer this request."
 ALREADY_HANDLED = "This request has already been answered."
 DECLINED = "The person who asked cancelled this action, so it was not done."
