@@ -252,6 +252,19 @@ class TurnState:
         return replace(self, **changes)
 
 
+#: the verdicts a person can give an answer
+POSITIVE, NEGATIVE = "positive", "negative"
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """One person's verdict on a turn's answer: ``positive`` or ``negative``, given ``at``."""
+
+    user_id: str
+    value: str
+    at: datetime
+
+
 @dataclass(slots=True)
 class TurnRecord:
     """One turn's bookkeeping, stored beside its messages."""
@@ -272,33 +285,13 @@ class TurnRecord:
     started_at: datetime | None = None
     #: a stopped turn's state; not part of the documents
     state: TurnState = field(default_factory=TurnState, repr=False)
+    #: what people said of its answer, one verdict each (read for review, never written here)
+    feedback: list[Feedback] = field(default_factory=list)
 
     @property
     def error_message(self) -> str:
         """What the person was told when the turn failed (``error`` is "kind: message")."""
         return (self.error or "").partition(": ")[2]
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "id": self.id,
-            "channel_id": self.channel_id,
-            "rounds": self.rounds,
-            "tools_called": list(self.tools_called),
-            "outcome": str(self.outcome),
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-        }
-        optional = {
-            "user_id": self.user_id,
-            "slack_ts": self.slack_ts,
-            "latency_ms": self.latency_ms,
-            "model": self.model,
-            "api_mode": self.api_mode,
-            "error": self.error,
-            "started_at": iso(self.started_at) if self.started_at else None,
-        }
-        data.update({k: v for k, v in optional.items() if v is not None})
-        return data
 
 
 @dataclass(frozen=True)
@@ -310,6 +303,9 @@ class SessionSummary:
     messages: int
     turns: int
     last_activity: datetime | None
+    #: feedback given on the session's answers: verdicts of each kind
+    positive: int = 0
+    negative: int = 0
 
 
 def utcnow() -> datetime:

@@ -41,7 +41,7 @@ from bot.jobs import Job, ShuttingDown
 from bot.jobs.runner import Jobs
 from bot.logs import log_context
 from bot.slack import listeners
-from bot.slack.approvals import BUTTONS
+from bot.slack.cards import PRESSES
 from bot.slack.events import change_from, is_ignored, press_from, question_from
 from bot.slack.poster import NoDoublePostRetryHandler
 from bot.slack.worker import Worker
@@ -187,11 +187,11 @@ class IgnoreUnwanted(AsyncMiddleware):
     async def _press(self, req: AsyncBoltRequest, next: Next) -> BoltResponse | None:
         actions = req.body.get("actions")
         ours = isinstance(actions, list) and any(
-            isinstance(a, dict) and a.get("action_id") in BUTTONS for a in actions
+            isinstance(a, dict) and a.get("action_id") in PRESSES for a in actions
         )
         if not ours:
             return await next()
-        press = press_from(req.body, BUTTONS, self.home_team)
+        press = press_from(req.body, PRESSES, self.home_team)
         if press is None:
             log.warning("ignored a press of the bot's button with a malformed payload")
             return BoltResponse(status=200, body="")

@@ -1,6 +1,7 @@
 """Delivery: one stretch of a turn (a question, or a stopped turn going on) as the thread
-sees it: the steps live while it runs, then the answer, an approval card for a write the
-model asked for, or a Continue button when the round cap cut it short.
+sees it: the steps live while it runs, then the answer (with feedback buttons under a
+final one), an approval card for a write the model asked for, or a Continue button when
+the round cap cut it short.
 
 Every post of a turn has an id derived from the turn (see Poster): a stretch resumed by
 another process (``resumed``) looks for them in the thread first, so none shows twice.
@@ -15,7 +16,7 @@ from bot.agent.conversations import Conversations, Reply
 from bot.agent.loop import PAUSE, Approver, TextSink
 from bot.config import Settings
 from bot.messages import Decision, Outcome, ToolCall, TurnRecord
-from bot.slack.cards import approval_card, continue_message
+from bot.slack.cards import approval_card, continue_message, feedback_block
 from bot.slack.events import Question, Thread
 from bot.slack.live import LiveStatus
 from bot.slack.poster import Poster
@@ -42,6 +43,11 @@ async def _ask_a_person(call: ToolCall) -> Decision:
 
 async def _refuse_a_guest(call: ToolCall) -> Decision:
     return Decision("decline", NOT_FOR_GUESTS)
+
+
+def _final(reply: Reply) -> bool:
+    """An answer that ends its turn (it carries the feedback buttons)."""
+    return reply.ok and reply.outcome in (Outcome.ANSWERED, Outcome.TRUNCATED)
 
 
 class Delivery:
@@ -149,7 +155,10 @@ class Delivery:
             await self._show_card(thread, turn, text, blocks, "card", look_first)
             return
         post_id = f"turn-{reply.turn_id}-{reply.rounds}" if reply.turn_id else None
-        await self.poster.answer(thread, reply, into=into, post_id=post_id, look_first=look_first)
+        footer = [feedback_block(reply.turn_id)] if _final(reply) and reply.turn_id else None
+        await self.poster.answer(
+            thread, reply, into=into, post_id=post_id, look_first=look_first, footer=footer
+        )
         if reply.outcome == Outcome.MAX_ROUNDS and turn is not None:
             text, blocks = continue_message(turn.id or 0, turn.rounds)
             await self._show_card(thread, turn, text, blocks, "continue", look_first)

@@ -114,28 +114,36 @@ class Poster:
         *,
         post_id: str | None = None,
         look_first: bool = False,
+        footer: Blocks | None = None,
     ) -> None:
         """The answer as mrkdwn chunks in order, or the failure as one plain message.
         ``into``: a message of the bot's (the streamed answer) that becomes the first chunk.
         ``post_id``: the chunks' ids are derived from it; ``look_first``: a chunk already in
-        the thread is not posted again."""
+        the thread is not posted again. ``footer``: blocks under the last chunk."""
         if reply.ok:
             chunks = format_answer(reply.text)
         else:  # the core's message is already short and plain
             chunks = [escape(reply.text)] if reply.text.strip() else []
         chunks = chunks or [SOMETHING_WENT_WRONG]
-        if into is not None and await self.update(thread.channel, into, chunks[0]):
-            chunks = chunks[1:]
+        last = len(chunks) - 1
+
+        def blocks(number: int) -> Blocks | None:
+            # a chunk is at most a section's 3,000 characters (see format_answer)
+            text = {"type": "section", "text": {"type": "mrkdwn", "text": chunks[number]}}
+            return [text, *footer] if footer and number == last else None
+
+        if into is not None and await self.update(thread.channel, into, chunks[0], blocks(0)):
+            chunks[0] = ""  # shown
         elif into is not None:
             await self.delete(thread.channel, into)
         shown = await self._post_ids(thread) if look_first and post_id else {}
         async with self.pacer.turn(thread.channel) as pace:
             for number, chunk in enumerate(chunks):
                 chunk_id = f"{post_id}.{number}" if post_id else None
-                if chunk_id in shown:
+                if not chunk or chunk_id in shown:
                     continue
                 await pace()
-                if await self._send(thread, chunk, post_id=chunk_id) is None:
+                if await self._send(thread, chunk, blocks(number), post_id=chunk_id) is None:
                     return  # the rest would fail the same way, and out of order
 
     async def failed(self, thread: Thread) -> None:
