@@ -23,12 +23,14 @@ from bot.agent.tokens import count_message
 from bot.errors import ModelError, ModelTimeout
 from bot.llm.base import ChatModel, TextSink
 from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall, ToolSpec, Usage
-from bot.tools.base import ToolRegistry, error_result
+from bot.tools.base import ToolRegistry, error_result, is_error_result
 
 log = logging.getLogger(__name__)
 
 #: told what the turn is doing: the calls about to run (progress signs in Slack)
 ProgressSink = Callable[[Sequence[ToolCall]], Awaitable[None]]
+#: told each call's end as it comes: the call, and whether it failed (an error result)
+DoneSink = Callable[[ToolCall, bool], Awaitable[None]]
 #: stores the turn's new messages, before the tool calls they end with run
 JournalSink = Callable[[Sequence[Message]], Awaitable[None]]
 
@@ -76,6 +78,7 @@ class Hooks:
     on_progress: ProgressSink | None = None
     on_text: TextSink | None = None
     journal: JournalSink | None = None
+    on_done: DoneSink | None = None
 
 
 @dataclass
@@ -208,7 +211,13 @@ class Loop:
                 return await self.registry.recover(call)
             return await self.registry.run(call)
 
-        outputs = await asyncio.gather(*(outcome(call) for call in calls))
+        async def told(call: ToolCall) -> str:
+            output = await outcome(call)
+            if hooks.on_done is not None:
+                await hooks.on_done(call, is_error_result(output))
+            return output
+
+        outputs = await asyncio.gather(*(told(call) for call in calls))
         results = [_counted(Message.tool_result(c, o)) for c, o in zip(calls, outputs, strict=True)]
         conversation += [assistant, *results]
         result.rounds += 1
