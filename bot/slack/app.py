@@ -135,7 +135,7 @@ class IgnoreUnwanted(AsyncMiddleware):
         if is_ignored(event, context.bot_user_id):
             return BoltResponse(status=200, body="")
         event_id = body.get("event_id")
-        question = question_from(event, context.bot_user_id)
+        question = question_from(event, context.bot_user_id, body.get("team_id"))
         change = change_from(event, context.bot_user_id)
         context["question"] = question
         if question is not None:

@@ -43,6 +43,8 @@ class Question:
     thread_ts: str | None
     #: asked in the Slack AI assistant pane (its status line shows the steps)
     pane: bool = False
+    #: the asker's team (a stream in a channel is for them: recipient_team_id)
+    team_id: str | None = None
 
     @property
     def channel(self) -> str:
@@ -66,19 +68,24 @@ class Question:
             "user": incoming.user_id,
             "thread_ts": self.thread_ts,
             "pane": self.pane,
+            "team": self.team_id,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Question:
         incoming = Incoming(data["channel"], data["text"], data["user"], data["ts"])
-        return cls(incoming, data["thread_ts"], pane=data["pane"])
+        return cls(incoming, data["thread_ts"], pane=data["pane"], team_id=data.get("team"))
 
     def job(self, event_id: str | None) -> Job:
         return Job(self.channel, self.ts, QUESTION, self.to_dict(), event_id)
 
 
-def question_from(event: dict[str, Any], bot_user_id: str | None) -> Question | None:
-    """The question in an ``app_mention`` or ``message`` event, or None when it is ignored."""
+def question_from(
+    event: dict[str, Any], bot_user_id: str | None, team_id: str | None = None
+) -> Question | None:
+    """The question in an ``app_mention`` or ``message`` event, or None when it is ignored.
+    ``team_id``: the workspace the event came from (the asker's team, unless the event
+    names another: a Slack Connect channel)."""
     kind = event.get("type")
     if kind not in ("app_mention", "message") or _from_a_bot(event, bot_user_id):
         return None
@@ -96,7 +103,9 @@ def question_from(event: dict[str, Any], bot_user_id: str | None) -> Question | 
     thread_ts = event.get("thread_ts") or (None if in_dm else ts)
     # a DM thread is the assistant pane's, as Bolt's Assistant routes it (known here, before
     # the claim keeps the question)
-    return Question(incoming, thread_ts, pane=in_dm and event.get("thread_ts") is not None)
+    pane = in_dm and event.get("thread_ts") is not None
+    team = event.get("user_team") or event.get("team") or team_id
+    return Question(incoming, thread_ts, pane=pane, team_id=team)
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,14 @@ class MarkdownSafety:
         return "```\n" if self.in_fence else ""
 
 
+def rest_of(answer: str, held: int) -> str:
+    """What is left of ``answer`` after its first ``held`` characters (streamed), to be
+    posted on its own: a code block it was in goes on being one."""
+    safety = MarkdownSafety()
+    safety.feed(answer[:held])
+    return safety.reopening() + answer[held:]
+
+
 def _open_spans(line: str) -> list[bool]:
     """For each place in a line (0..len): whether a backtick span or a link is open there."""
     open_at = [False]
