@@ -6,12 +6,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.agent.conversations import Reply
+from bot.messages import Outcome
+from bot.slack.events import Thread
 from bot.slack.format import format_answer
+from bot.slack.poster import Poster
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import Fail, FakeOpenAI, ToolUse
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.agent_helpers import jira_settings
-from tests.scenarios.slack.conftest import Clock, dm, mention, posts, turn_finished
+from tests.scenarios.slack.conftest import TOKEN, Clock, dm, mention, posts, turn_finished
 
 #: about 5,500 characters: two posted messages' worth
 LONG = "\n\n".join(
@@ -163,3 +169,28 @@ async def test_streaming_off_keeps_the_posted_answer(
     assert fake_slack.streams("C1") == []
     assert [m["text"] for m in bot_messages(fake_slack, "C1")] == ["All *good*."]
     assert fake_openai.requests[-1].body.get("stream") is not True
+
+
+async def test_a_process_taking_over_posts_only_what_the_streamed_message_lacks(
+    fake_slack: FakeSlack,
+) -> None:
+    # the first process streamed part of a long answer and died before posting the rest
+    client = AsyncWebClient(token=TOKEN, base_url=fake_slack.api_url)
+    thread = Thread("C1", fake_slack.add_message("C1", "tell me everything", user="U1"))
+    answer = "\n\n".join(f"Part {n}. " + "Each word counts here. " * 20 for n in range(12))
+    held = answer.index("Part 6.")
+    streamer = await client.chat_stream(
+        channel="C1", thread_ts=thread.thread_ts, recipient_user_id="U1", recipient_team_id="T1"
+    )
+    await streamer.append(markdown_text=answer[:held])
+    payload = {"post_id": "turn-7-1.0", "upto": held}
+    await streamer.stop(metadata={"event_type": "bot_post", "event_payload": payload})
+    reply = Reply(answer, ok=True, outcome=Outcome.ANSWERED, turn_id=7, rounds=1)
+
+    poster = Poster(client)
+    for _ in range(2):  # the one taking over, and one more after it (nothing is left to do)
+        await poster.answer(thread, reply, post_id="turn-7-1", look_first=True)
+
+    shown = [m["text"] for m in bot_messages(fake_slack, "C1")]
+    assert words(" ".join(shown)) == words(answer)
+    assert len(posts(fake_slack, "C1")) == len(format_answer(answer[held:]))
