@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from bot import telemetry
 from bot.agent.limits import PerPerson
-from bot.agent.loop import Approver, Hooks, Loop, ProgressSink, TurnResult
+from bot.agent.loop import Approver, DoneSink, Hooks, Loop, ProgressSink, TurnResult
 from bot.agent.tokens import count_message
 from bot.agent.window import INTERRUPTED_RESULT, repair, select_window
 from bot.errors import StoreError, TurnRefused
@@ -108,15 +108,17 @@ class Conversations:
         approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
+        on_done: DoneSink | None = None,
         resumed: bool = False,
     ) -> Reply:
         """Answer one message. ``approver`` is asked before each writing call (none: writes
-        run at once); ``on_progress`` and ``on_text`` are told what the turn does and writes.
+        run at once); ``on_progress``, ``on_text`` and ``on_done`` are told what the turn
+        does, writes and finishes.
         ``resumed``: the message may have been taken on before (a process died answering
         it): its turn, if stored, goes on from its journal, or its stored reply is returned;
         the question is never stored twice. Never raises for model, tool or database
         failures: they become a failed Reply."""
-        hooks = Hooks(approver, on_progress, on_text)
+        hooks = Hooks(approver, on_progress, on_text, on_done=on_done)
         with telemetry.turn(incoming.channel_id):
             try:
                 if resumed and incoming.slack_ts:
@@ -137,13 +139,14 @@ class Conversations:
         approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
+        on_done: DoneSink | None = None,
         resumed: bool = False,
     ) -> Reply | None:
         """Go on with a stopped turn: one paused for approval (its pending calls decided
         in ``decisions``) or one that hit the round cap (another MAX_TOOL_ROUNDS). None when
         it is not stopped any more (e.g. a second press) or is unknown. ``resumed``: a
         process died while it went on; it goes on from its journal."""
-        hooks = Hooks(approver, on_progress, on_text)
+        hooks = Hooks(approver, on_progress, on_text, on_done=on_done)
         with telemetry.turn(None, turn_id):
             try:
                 record = await self.turns.get(turn_id)

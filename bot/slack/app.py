@@ -175,7 +175,8 @@ class IgnoreUnwanted(AsyncMiddleware):
         if is_ignored(event, context.bot_user_id):
             return BoltResponse(status=200, body="")
         event_id = body.get("event_id")
-        question = question_from(event, context.bot_user_id, self.home_team)
+        home_team = self.home_team or body.get("team_id")
+        question = question_from(event, context.bot_user_id, home_team)
         change = change_from(event, context.bot_user_id)
         context["question"] = question
         if question is not None:

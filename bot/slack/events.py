@@ -52,6 +52,8 @@ class Question:
     pane: bool = False
     #: asked by someone of another workspace (a shared channel): no write runs for them
     external: bool = False
+    #: the asker's team (a stream in a channel is for them: recipient_team_id)
+    team_id: str | None = None
 
     @property
     def channel(self) -> str:
@@ -76,13 +78,20 @@ class Question:
             "thread_ts": self.thread_ts,
             "pane": self.pane,
             "external": self.external,
+            "team": self.team_id,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Question:
         incoming = Incoming(data["channel"], data["text"], data["user"], data["ts"])
         external = bool(data.get("external"))  # a claim kept before there was the flag: no
-        return cls(incoming, data["thread_ts"], pane=data["pane"], external=external)
+        return cls(
+            incoming,
+            data["thread_ts"],
+            pane=data["pane"],
+            external=external,
+            team_id=data.get("team"),
+        )
 
     def job(self, event_id: str | None) -> Job:
         return Job(self.channel, self.ts, QUESTION, self.to_dict(), event_id)
@@ -113,7 +122,8 @@ def question_from(
     pane = in_dm and event.get("thread_ts") is not None
     # Slack names the asker's own workspace in user_team (team in older events)
     team = event.get("user_team") or event.get("team")
-    return Question(incoming, thread_ts, pane=pane, external=is_external(team, home_team))
+    external = is_external(team, home_team)
+    return Question(incoming, thread_ts, pane=pane, external=external, team_id=team or home_team)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,7 @@ def served(
         SLACK_API_URL=slack.api_url,
         OPENAI_API_KEY="test-key",
         OPENAI_BASE_URL=fake_openai.base_url,
+        STREAM_ANSWERS="off",  # these read posted answers (streams: test_streaming)
     )
     services = build_services(settings)
     with serve_in_thread(
