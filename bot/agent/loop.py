@@ -147,11 +147,10 @@ class Loop:
         recovering: bool = False,
     ) -> TurnResult:
         """Go on with a turn from its ``journal`` (everything stored of it, after the older
-        ``history``): first the calls
-        of ``unfinished`` (an assistant message whose calls have no results yet), as
-        ``decisions`` say, then as ``run`` would. ``recovering``: the calls may have been
-        sent before a crash, so a write is looked up by its marker, never sent again.
-        ``prior`` carries the rounds, tools and usage so far."""
+        ``history``): first the calls of ``unfinished`` (an assistant message whose calls
+        have no results yet), as ``decisions`` say, then as ``run`` would. ``recovering``:
+        the calls may have been sent before a crash, so a write is looked up by its marker,
+        never sent again. ``prior`` carries the rounds, tools and usage so far."""
         result = dataclasses.replace(prior, outcome=Outcome.RUNNING, messages=[], journaled=0)
         conversation = Conversation(list(history), list(journal))
 
