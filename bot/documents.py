@@ -33,6 +33,24 @@ CSV_COLUMNS = (
     "edited_at",
 )
 
+#: ``history export --turns --format csv``: one row a turn
+TURN_CSV_COLUMNS = (
+    "channel_id",
+    "id",
+    "slack_ts",
+    "user_id",
+    "started_at",
+    "outcome",
+    "rounds",
+    "tools_called",
+    "input_tokens",
+    "output_tokens",
+    "latency_ms",
+    "model",
+    "api_mode",
+    "error",
+)
+
 
 def session_list(summaries: Iterable[SessionSummary]) -> list[dict[str, Any]]:
     """``history list --json``: one entry per session; ``name`` only when it is known."""
@@ -84,6 +102,22 @@ async def export_lines(
     yield _csv_line(CSV_COLUMNS)
     async for channel_id, message in messages:
         yield _csv_line(csv_row(channel_id, message))
+
+
+async def export_turn_lines(
+    turns: AsyncIterable[tuple[str, TurnRecord]], export_format: ExportFormat
+) -> AsyncIterator[str]:
+    """The turns' export as text lines, streamed: in JSONL each the turn's document (as in
+    ``history show --json``), in CSV one row a turn, its tools as a JSON list."""
+    if export_format == "csv":
+        yield _csv_line(TURN_CSV_COLUMNS)
+    async for _, turn in turns:
+        data = turn.to_dict()
+        if export_format == "jsonl":
+            yield json.dumps(data, ensure_ascii=False) + "\n"
+            continue
+        data["tools_called"] = json.dumps(data["tools_called"], ensure_ascii=False)
+        yield _csv_line(["" if data.get(c) is None else str(data[c]) for c in TURN_CSV_COLUMNS])
 
 
 def pretty_json(text: str | None) -> str:

@@ -238,6 +238,49 @@ def test_export_csv_to_stdout_and_to_a_file(bot, tmp_path: Path) -> None:  # typ
     )
 
 
+def test_export_turns_as_jsonl_and_as_a_second_csv(bot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    result = bot("history", "export", "--turns")
+
+    assert result.returncode == 0, result.stderr
+    turns = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(t["channel_id"], t["outcome"]) for t in turns] == [
+        ("C0123", "answered"),
+        ("C0123", "error"),
+        ("D0456", "max_rounds"),
+    ]
+    first = turns[0]
+    assert first["rounds"] == 1 and first["tools_called"] == ["jira_get_issue"]
+    assert (first["input_tokens"], first["output_tokens"], first["latency_ms"]) == (1500, 120, 2345)
+    assert first["user_id"] == "U1" and first["model"] == "gpt-test"
+    assert turns[1]["error"] == "model timed out"
+
+    target = tmp_path / "turns.csv"
+    to_file = bot("history", "export", "--turns", "--format", "csv", "--output", str(target))
+    assert to_file.returncode == 0, to_file.stderr
+    assert f"Exported 3 turns to {target}" in to_file.stderr
+    rows = list(csv.DictReader(io.StringIO(target.read_text(encoding="utf-8"), newline="")))
+    assert list(rows[0])[:11] == [
+        "channel_id",
+        "id",
+        "slack_ts",
+        "user_id",
+        "started_at",
+        "outcome",
+        "rounds",
+        "tools_called",
+        "input_tokens",
+        "output_tokens",
+        "latency_ms",
+    ]
+    assert [row["outcome"] for row in rows] == ["answered", "error", "max_rounds"]
+    assert json.loads(rows[0]["tools_called"]) == ["jira_get_issue"]
+    assert (rows[0]["input_tokens"], rows[0]["latency_ms"]) == ("1500", "2345")
+    assert rows[1]["tools_called"] == "[]" and rows[1]["error"] == "model timed out"
+
+    one = bot("history", "export", "--turns", "--channel", "D0456")
+    assert [json.loads(line)["outcome"] for line in one.stdout.splitlines()] == ["max_rounds"]
+
+
 def test_delete_needs_yes_when_nobody_can_answer(bot) -> None:  # type: ignore[no-untyped-def]
     refused = bot("history", "delete", "C0123")
 
