@@ -37,6 +37,9 @@ _HINTS = {
     "MODEL_TIMEOUT_S": "a number of seconds, e.g. 60",
     "TURN_DEADLINE_S": "a number of seconds, e.g. 300",
     "APPROVAL_TIMEOUT_S": "a number of seconds, e.g. 86400",
+    "RATE_LIMIT_PER_USER": "a whole number of turns per person per 10 minutes (0: no limit)",
+    "MAX_CONCURRENT_TURNS": "a whole number of model requests at once, e.g. 32",
+    "MAX_OUTPUT_TOKENS": "a whole number of tokens from 16 on, e.g. 16000",
     "PORT": "a TCP port number, e.g. 3000",
     "HOST": "0.0.0.0 (every interface), 127.0.0.1, :: or a host name",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR",
@@ -118,6 +121,12 @@ class Settings(BaseSettings):
     """One model request's time limit (the SDK's own default is 600 s)."""
     TURN_DEADLINE_S: float = Field(300, gt=0)
     """A whole turn's time limit, all rounds included."""
+    RATE_LIMIT_PER_USER: int = Field(20, ge=0)
+    """New turns one person may start in any 10 minutes (per process); 0: no limit."""
+    MAX_CONCURRENT_TURNS: int = Field(32, ge=1)
+    """Model requests in flight at once in one process."""
+    MAX_OUTPUT_TOKENS: int = Field(16000, ge=16)
+    """The most tokens one model reply may use (reasoning included)."""
     SYSTEM_PROMPT: str | None = None
     """The system message; the built-in one when unset."""
     SYSTEM_PROMPT_FILE: Path | None = None

@@ -62,6 +62,7 @@ def session_list(summaries: Iterable[SessionSummary]) -> list[dict[str, Any]]:
         entry["messages"] = summary.messages
         entry["turns"] = summary.turns
         entry["last_activity"] = iso(summary.last_activity) if summary.last_activity else None
+        entry["feedback"] = {"positive": summary.positive, "negative": summary.negative}
         documents.append(entry)
     return documents
 
@@ -69,12 +70,41 @@ def session_list(summaries: Iterable[SessionSummary]) -> list[dict[str, Any]]:
 def session_document(
     channel_id: str, messages: Sequence[Message], turns: Sequence[TurnRecord]
 ) -> dict[str, Any]:
-    """``history show --json``: the messages in order, then the turns' bookkeeping."""
+    """``history show --json`` (and the admin API's session): the messages in order, then
+    the turns, oldest first."""
     return {
         "channel_id": channel_id,
         "messages": [message.to_dict() for message in messages],
-        "turns": [turn.to_dict() for turn in turns],
+        "turns": [turn_document(turn) for turn in turns],
     }
+
+
+def turn_document(turn: TurnRecord) -> dict[str, Any]:
+    """One entry of a session's ``turns``: its bookkeeping and the feedback on its answer
+    (then, when known, why it failed, the model and when it started)."""
+    data: dict[str, Any] = {
+        "id": turn.id,
+        "slack_ts": turn.slack_ts,
+        "user_id": turn.user_id,
+        "outcome": str(turn.outcome),
+        "rounds": turn.rounds,
+        "tools": list(turn.tools_called),
+        "tokens_in": turn.input_tokens,
+        "tokens_out": turn.output_tokens,
+        "latency_ms": turn.latency_ms,
+        "feedback": [
+            {"user_id": given.user_id, "value": given.value, "at": iso(given.at)}
+            for given in turn.feedback
+        ],
+    }
+    extra = {
+        "error": turn.error,
+        "model": turn.model,
+        "api_mode": turn.api_mode,
+        "started_at": iso(turn.started_at) if turn.started_at else None,
+    }
+    data.update({key: value for key, value in extra.items() if value is not None})
+    return data
 
 
 def export_object(channel_id: str, message: Message) -> dict[str, Any]:

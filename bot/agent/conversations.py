@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from bot import telemetry
+from bot.agent.limits import PerPerson
 from bot.agent.loop import Approver, Hooks, Loop, ProgressSink, TurnResult
 from bot.agent.tokens import count_message
 from bot.agent.window import INTERRUPTED_RESULT, repair, select_window
-from bot.errors import StoreError
+from bot.errors import StoreError, TurnRefused
 from bot.llm.base import TextSink
 from bot.messages import (
     Decision,
@@ -90,12 +91,15 @@ class Conversations:
         loop: Loop,
         token_budget: int,
         approval_timeout: timedelta = timedelta(days=1),
+        per_person: PerPerson | None = None,
     ) -> None:
         self.turns = turns
         self.history = history
         self.loop = loop
         self.token_budget = token_budget
         self.approval_timeout = approval_timeout
+        #: new turns a person may have (None: no limit)
+        self.per_person = per_person
 
     async def handle(
         self,
@@ -218,15 +222,19 @@ class Conversations:
         telemetry.turn_began(record.id)
         hooks = self._journaled(hooks, begun.turn)
         history = select_window(begun.recent, self.token_budget)
-        result = await self.loop.run(history, begun.user, hooks)
-        if result.error and result.error.kind == "context_length" and not result.messages:
-            # the estimate was too generous for this model: once more with a quarter of it
-            log.warning(
-                "context length exceeded in %s; retrying with less history", record.channel_id
-            )
-            history = select_window(begun.recent, self.token_budget // 4)
-            result = await self.loop.run(history, begun.user, hooks)
+        result = await self._refused(incoming) or await self.loop.run(history, begun.user, hooks)
         return await self._store(begun.turn, record, result, started)
+
+    async def _refused(self, incoming: Incoming) -> TurnResult | None:
+        """The result of a new turn its person may not have now (stored, not answered);
+        None when it may go on."""
+        if self.per_person is None:
+            return None
+        try:
+            await self.per_person.admit(incoming.user_id)
+        except TurnRefused as refused:
+            return TurnResult(outcome=Outcome.ERROR, error=refused)
+        return None
 
     async def _found_again(self, record: TurnRecord, hooks: Hooks) -> Reply:
         """The turn of a message taken on again: it goes on if it was cut short, else its
@@ -295,9 +303,9 @@ class Conversations:
         started = time.perf_counter()
         record = reopened.record
         history = select_window(reopened.before, self.token_budget)
-        conversation = [*history, *repair(journal)]
         result = await self.loop.resume(
-            conversation,
+            history,
+            repair(journal),
             unfinished,
             record.state.decisions,
             prior,

@@ -1,5 +1,6 @@
 """Sessions: the stored conversations as people review and forget them, the one API the
-admin pages and ``bot history`` share (documents from bot.documents, rows from the store)."""
+admin pages and ``bot history`` share (documents from bot.documents, rows from the store);
+and what people said of the answers (their feedback)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from bot.documents import ExportFormat, export_lines, export_turn_lines, session_document
 from bot.messages import Message, SessionSummary, TurnRecord
+from bot.store.feedback import FeedbackStore
 from bot.store.history import HistoryStore
 
 
@@ -17,6 +19,7 @@ class Sessions:
 
     def __init__(self, history: HistoryStore) -> None:
         self._history = history
+        self._feedback = FeedbackStore(history.engines)
 
     async def summaries(self) -> list[SessionSummary]:
         """Every session, most recently active first."""
@@ -59,6 +62,11 @@ class Sessions:
     async def name(self, channel_id: str, name: str) -> None:
         """Remember the channel's name (Slack's), for the sessions list."""
         await self._history.set_channel_name(channel_id, name)
+
+    async def give_feedback(self, turn_id: int, channel_id: str, user_id: str, value: str) -> bool:
+        """``user_id``'s verdict (positive or negative) on the answer of turn ``turn_id``
+        in ``channel_id``, replacing theirs before; False when there is no such turn."""
+        return await self._feedback.record(turn_id, channel_id, user_id, value)
 
     async def ping(self) -> bool:
         """Whether the database answers."""

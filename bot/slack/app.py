@@ -19,12 +19,14 @@ in the Worker (who may press a button is checked there, against the stored turn)
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.error import BoltUnhandledRequestError
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.middleware.async_middleware import AsyncMiddleware
 from slack_bolt.request.async_request import AsyncBoltRequest
@@ -39,14 +41,16 @@ from bot.jobs import Job, ShuttingDown
 from bot.jobs.runner import Jobs
 from bot.logs import log_context
 from bot.slack import listeners
-from bot.slack.approvals import BUTTONS
+from bot.slack.cards import PRESSES
 from bot.slack.events import change_from, is_ignored, press_from, question_from
 from bot.slack.poster import NoDoublePostRetryHandler
 from bot.slack.worker import Worker
+from bot.slack.workspace import Revocations, WorkspaceClient
 
 log = logging.getLogger(__name__)
 
 Next = Callable[[], Awaitable[BoltResponse]]
+_TYPE_NAME = re.compile(r"^[a-z_]{1,40}$")
 
 
 class _TokenInClient(logging.Filter):
@@ -60,10 +64,11 @@ class _TokenInClient(logging.Filter):
 _TOKEN_IN_CLIENT = _TokenInClient()
 
 
-def web_client(settings: Settings, session: aiohttp.ClientSession) -> AsyncWebClient:
+def web_client(settings: Settings, session: aiohttp.ClientSession) -> WorkspaceClient:
     """The Web API client: SLACK_API_URL, one shared connection pool, and retries of 429s
-    (after Retry-After) and of connection errors (not of a post that may have gone through)."""
-    return AsyncWebClient(
+    (after Retry-After) and of connection errors (not of a post that may have gone through);
+    it stops once the workspace revokes the bot (bot.slack.workspace)."""
+    return WorkspaceClient(
         token=settings.SLACK_BOT_TOKEN,
         base_url=settings.SLACK_API_URL,
         session=session,
@@ -76,7 +81,7 @@ def web_client(settings: Settings, session: aiohttp.ClientSession) -> AsyncWebCl
 
 def build_slack_app(
     *,
-    client: AsyncWebClient,
+    client: WorkspaceClient,
     identity: AuthorizeResult,
     signing_secret: str | None,
     worker: Worker,
@@ -112,15 +117,44 @@ def build_slack_app(
         # themselves, so this middleware would only cost time
         attaching_function_token_enabled=False,
         attaching_conversation_kwargs_enabled=False,
+        # a request no listener takes goes to acknowledge_unhandled (Bolt's own answer is a
+        # 404, which Slack retries, and a warning with sample code many lines long)
+        raise_error_for_unhandled_request=True,
     )
-    app.use(IgnoreUnwanted())
+    app.error(acknowledge_unhandled)
+    app.use(Revocations(client))
+    app.use(IgnoreUnwanted(identity.team_id))
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
 
 
+async def acknowledge_unhandled(error: Exception, body: dict[str, Any]) -> BoltResponse | None:
+    """Bolt's error handler: a request no listener takes (an event the app does not
+    subscribe to, another app's button) is acknowledged with one line; any other error is
+    logged with its traceback, as Bolt would."""
+    event = body.get("event")
+    kinds = (body.get("type"), event.get("type") if isinstance(event, dict) else None)
+    kind = " ".join(_name(k) for k in kinds if k is not None)
+    if isinstance(error, BoltUnhandledRequestError):
+        log.warning("acknowledged a Slack request no listener takes (%s); nothing done", kind)
+        return BoltResponse(status=200, body="")
+    log.error("the Slack app failed on a request (%s)", kind, exc_info=error)
+    return None
+
+
+def _name(value: object) -> str:
+    """A request's or event's type for the log, if it looks like one (never what else
+    the sender put there)."""
+    return value if isinstance(value, str) and _TYPE_NAME.match(value) else "?"
+
+
 class IgnoreUnwanted(AsyncMiddleware):
-    """Acknowledge and drop what the bot never acts on; make a job of what it does."""
+    """Acknowledge and drop what the bot never acts on; make a job of what it does.
+    ``home_team``: the bot's workspace (people of another one are told apart)."""
+
+    def __init__(self, home_team: str | None) -> None:
+        self.home_team = home_team
 
     async def async_process(
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
@@ -144,7 +178,7 @@ class IgnoreUnwanted(AsyncMiddleware):
         if is_ignored(event, context.bot_user_id):
             return BoltResponse(status=200, body="")
         event_id = body.get("event_id")
-        question = question_from(event, context.bot_user_id)
+        question = question_from(event, context.bot_user_id, self.home_team)
         change = change_from(event, context.bot_user_id)
         context["question"] = question
         if question is not None:
@@ -156,11 +190,11 @@ class IgnoreUnwanted(AsyncMiddleware):
     async def _press(self, req: AsyncBoltRequest, next: Next) -> BoltResponse | None:
         actions = req.body.get("actions")
         ours = isinstance(actions, list) and any(
-            isinstance(a, dict) and a.get("action_id") in BUTTONS for a in actions
+            isinstance(a, dict) and a.get("action_id") in PRESSES for a in actions
         )
         if not ours:
             return await next()
-        press = press_from(req.body, BUTTONS)
+        press = press_from(req.body, PRESSES, self.home_team)
         if press is None:
             log.warning("ignored a press of the bot's button with a malformed payload")
             return BoltResponse(status=200, body="")

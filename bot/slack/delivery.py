@@ -1,6 +1,7 @@
 """Delivery: one stretch of a turn (a question, or a stopped turn going on) as the thread
-sees it: the steps live while it runs, then the answer, an approval card for a write the
-model asked for, or a Continue button when the round cap cut it short.
+sees it: the steps live while it runs, then the answer (with feedback buttons under a
+final one), an approval card for a write the model asked for, or a Continue button when
+the round cap cut it short.
 
 Every post of a turn has an id derived from the turn (see Poster): a stretch resumed by
 another process (``resumed``) looks for them in the thread first, so none shows twice.
@@ -15,7 +16,7 @@ from bot.agent.conversations import Conversations, Reply
 from bot.agent.loop import PAUSE, Approver, TextSink
 from bot.config import Settings
 from bot.messages import Decision, Outcome, ToolCall, TurnRecord
-from bot.slack.cards import approval_card, continue_message
+from bot.slack.cards import approval_card, continue_message, feedback_block
 from bot.slack.events import Question, Thread
 from bot.slack.live import LiveStatus
 from bot.slack.poster import Poster
@@ -28,10 +29,25 @@ Work = Callable[[LiveStatus], Awaitable[Reply | None]]
 Posted = Callable[[str], Awaitable[None]]
 TITLE_MAX = 60
 EXPIRED = "This request expired, so nothing was done. Ask again if it is still needed."
+#: the result of a write asked for by someone of another workspace (what the model reads)
+NOT_FOR_GUESTS = (
+    "Not done: this bot makes changes only for people of its own Slack workspace, and this "
+    "request came from someone of another workspace (a shared channel). Someone of the "
+    "bot's workspace can ask for it."
+)
 
 
 async def _ask_a_person(call: ToolCall) -> Decision:
     return PAUSE
+
+
+async def _refuse_a_guest(call: ToolCall) -> Decision:
+    return Decision("decline", NOT_FOR_GUESTS)
+
+
+def _final(reply: Reply) -> bool:
+    """An answer that ends its turn (it carries the feedback buttons)."""
+    return reply.ok and reply.outcome in (Outcome.ANSWERED, Outcome.TRUNCATED)
 
 
 class Delivery:
@@ -41,6 +57,11 @@ class Delivery:
         self.settings = settings
         #: asked before each write: with WRITE_APPROVAL the turn pauses for a person
         self.approver: Approver | None = _ask_a_person if settings.WRITE_APPROVAL else None
+
+    def approver_for(self, external: bool) -> Approver | None:
+        """Asked before each write of a turn: someone of another workspace gets none run,
+        whatever WRITE_APPROVAL says."""
+        return _refuse_a_guest if external else self.approver
 
     async def working(self, question: Question) -> None:
         await self.poster.working(question)
@@ -56,7 +77,7 @@ class Delivery:
         async def work(live: LiveStatus) -> Reply:
             return await self.conversations.handle(
                 question.incoming,
-                approver=self.approver,
+                approver=self.approver_for(question.external),
                 on_progress=live.steps,
                 on_text=self._streamed(live),
                 resumed=resumed,
@@ -74,14 +95,16 @@ class Delivery:
         decisions: dict[str, Decision] | None = None,
         *,
         resumed: bool = False,
+        external: bool = False,
     ) -> Reply | None:
-        """Go on with a stopped turn (None: someone else already did)."""
+        """Go on with a stopped turn (None: someone else already did); ``external``: for
+        someone of another workspace."""
 
         async def work(live: LiveStatus) -> Reply | None:
             return await self.conversations.resume(
                 turn_id,
                 decisions,
-                approver=self.approver,
+                approver=self.approver_for(external),
                 on_progress=live.steps,
                 on_text=self._streamed(live),
                 resumed=resumed,
@@ -132,7 +155,10 @@ class Delivery:
             await self._show_card(thread, turn, text, blocks, "card", look_first)
             return
         post_id = f"turn-{reply.turn_id}-{reply.rounds}" if reply.turn_id else None
-        await self.poster.answer(thread, reply, into=into, post_id=post_id, look_first=look_first)
+        footer = [feedback_block(reply.turn_id)] if _final(reply) and reply.turn_id else None
+        await self.poster.answer(
+            thread, reply, into=into, post_id=post_id, look_first=look_first, footer=footer
+        )
         if reply.outcome == Outcome.MAX_ROUNDS and turn is not None:
             text, blocks = continue_message(turn.id or 0, turn.rounds)
             await self._show_card(thread, turn, text, blocks, "continue", look_first)

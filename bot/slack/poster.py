@@ -31,6 +31,7 @@ from bot.agent.conversations import Reply
 from bot.slack.events import Question, Thread
 from bot.slack.format import escape, format_answer
 from bot.slack.pacing import ChannelPacer
+from bot.slack.workspace import NOT_SENT
 
 log = logging.getLogger(__name__)
 
@@ -113,28 +114,36 @@ class Poster:
         *,
         post_id: str | None = None,
         look_first: bool = False,
+        footer: Blocks | None = None,
     ) -> None:
         """The answer as mrkdwn chunks in order, or the failure as one plain message.
         ``into``: a message of the bot's (the streamed answer) that becomes the first chunk.
         ``post_id``: the chunks' ids are derived from it; ``look_first``: a chunk already in
-        the thread is not posted again."""
+        the thread is not posted again. ``footer``: blocks under the last chunk."""
         if reply.ok:
             chunks = format_answer(reply.text)
         else:  # the core's message is already short and plain
             chunks = [escape(reply.text)] if reply.text.strip() else []
         chunks = chunks or [SOMETHING_WENT_WRONG]
-        if into is not None and await self.update(thread.channel, into, chunks[0]):
-            chunks = chunks[1:]
+        last = len(chunks) - 1
+
+        def blocks(number: int) -> Blocks | None:
+            # a chunk is at most a section's 3,000 characters (see format_answer)
+            text = {"type": "section", "text": {"type": "mrkdwn", "text": chunks[number]}}
+            return [text, *footer] if footer and number == last else None
+
+        if into is not None and await self.update(thread.channel, into, chunks[0], blocks(0)):
+            chunks[0] = ""  # shown
         elif into is not None:
             await self.delete(thread.channel, into)
         shown = await self._post_ids(thread) if look_first and post_id else {}
         async with self.pacer.turn(thread.channel) as pace:
             for number, chunk in enumerate(chunks):
                 chunk_id = f"{post_id}.{number}" if post_id else None
-                if chunk_id in shown:
+                if not chunk or chunk_id in shown:
                     continue
                 await pace()
-                if await self._send(thread, chunk, post_id=chunk_id) is None:
+                if await self._send(thread, chunk, blocks(number), post_id=chunk_id) is None:
                     return  # the rest would fail the same way, and out of order
 
     async def failed(self, thread: Thread) -> None:
@@ -208,7 +217,7 @@ class Poster:
             return (await post()).get("ts")
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
             if not _may_have_posted(exc):
-                log.warning("Slack chat.postMessage failed: %s", _failed("chat.postMessage", exc))
+                _log_failure("chat.postMessage", _failed("chat.postMessage", exc))
                 return None
             log.warning(
                 "lost Slack's response to chat.postMessage in %s (%s): looking for the message",
@@ -260,12 +269,15 @@ class Poster:
         try:
             return await call
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
-            reason = _failed(method, exc)
-            # the sign is already up (a question taken over from a process that died) or
-            # already down: nothing went wrong
-            level = logging.DEBUG if reason in ALREADY_SO else logging.WARNING
-            log.log(level, "Slack %s failed: %s", method, reason)
+            _log_failure(method, _failed(method, exc))
         return None
+
+
+def _log_failure(method: str, reason: str) -> None:
+    # the sign is already up (a question taken over from a process that died) or already
+    # down: nothing went wrong; a call not sent (access revoked) was logged once already
+    quiet = reason in ALREADY_SO or reason == NOT_SENT
+    log.log(logging.DEBUG if quiet else logging.WARNING, "Slack %s failed: %s", method, reason)
 
 
 def _may_have_posted(exc: Exception) -> bool:
@@ -279,7 +291,7 @@ def _failed(method: str, exc: Exception) -> str:
     reason = (
         str(exc.response.get("error")) if isinstance(exc, SlackApiError) else type(exc).__name__
     )
-    if reason not in ALREADY_SO:
+    if reason not in ALREADY_SO and reason != NOT_SENT:
         metrics.SLACK_API_ERRORS.labels(method, reason).inc()
     return reason
 

@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
@@ -26,12 +25,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from bot.config import Settings
-from bot.errors import BotError, SettingsError, StoreError
+from bot.errors import AccessRevoked, BotError, SettingsError, StoreError
+from bot.slack import ingress
 from bot.slack.app import build_slack_app, web_client
 from bot.slack.approvals import Approvals
 from bot.slack.delivery import Delivery
 from bot.slack.poster import Poster
 from bot.slack.worker import Worker
+from bot.slack.workspace import TOKEN_GONE
 from bot.wiring import Services
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,8 @@ SOCKET_PING_S = 5
 #: look for expired approval requests at least this often (and more often for a short
 #: timeout, so that one expires on time)
 EXPIRE_EVERY_S = 60.0
+#: what auth.test (or apps.connections.open) answers for a token that will not work again
+REFUSED_FOR_GOOD = TOKEN_GONE | {"invalid_auth", "token_expired"}
 _TOKEN_HINTS = {
     "SLACK_BOT_TOKEN": "the bot token from your Slack app's OAuth page (xoxb-...)",
     "SLACK_APP_TOKEN": "an app-level token with connections:write (xapp-...)",
@@ -60,7 +63,8 @@ class SlackRuntime:
         self.socket_mode = socket_mode
         self.app: AsyncApp | None = None
         self.worker: Worker | None = None
-        self._http: AsyncSlackRequestHandler | None = None
+        #: HTTP mode: the signing secret, once started
+        self._secret: bytes | None = None
         self._socket: AsyncSocketModeHandler | None = None
         self._session: aiohttp.ClientSession | None = None
         self._expiry: asyncio.Task[None] | None = None
@@ -71,10 +75,10 @@ class SlackRuntime:
         return self.services.jobs.in_flight
 
     async def handle_http(self, request: Request) -> Response:
-        """POST /slack/events (HTTP mode)."""
-        if self._http is None:  # not started yet
+        """POST /slack/events (HTTP mode): bot.slack.ingress checks it, then Bolt."""
+        if self.app is None or self._secret is None:  # not started yet
             return JSONResponse({"error": "starting"}, status_code=503)
-        return await self._http.handle(request)
+        return await ingress.handle(request, self.app, self._secret)
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession()
@@ -106,7 +110,7 @@ class SlackRuntime:
             self._socket.client.wss_uri = await self._socket_url(client)
             await self._socket.connect_async()
         else:
-            self._http = AsyncSlackRequestHandler(self.app)
+            self._secret = self.settings.SLACK_SIGNING_SECRET.encode()
         log.info(
             "Slack connected as %s in %s via %s",
             identity.bot_user_id,
@@ -145,10 +149,15 @@ class SlackRuntime:
             yield
         except SlackApiError as exc:
             await self.stop()
-            raise SettingsError(
-                f"{token_name} was refused by Slack ({exc.response.get('error')}): "
-                f"put {_TOKEN_HINTS[token_name]} in it."
-            ) from None
+            error = exc.response.get("error")
+            refused = f"{token_name} was refused by Slack ({error})"
+            if error in REFUSED_FOR_GOOD:
+                raise AccessRevoked(
+                    f"{refused}: it is mistyped, revoked or the app was uninstalled; reinstall "
+                    f"the app and put {_TOKEN_HINTS[token_name]} in it (exit status 3: "
+                    "restarting as is will not help)"
+                ) from None
+            raise SettingsError(f"{refused}: put {_TOKEN_HINTS[token_name]} in it.") from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             await self.stop()
             raise BotError(

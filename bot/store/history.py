@@ -12,6 +12,8 @@ from sqlalchemy import Connection, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.messages import (
+    NEGATIVE,
+    POSITIVE,
     Message,
     Outcome,
     SessionSummary,
@@ -21,6 +23,8 @@ from bot.messages import (
     utcnow,
 )
 from bot.store.db import Engines, insert_for, store_errors
+from bot.store.feedback import attach
+from bot.store.feedback import counts as feedback_counts
 from bot.store.models import ChannelRow, MessageRow, TurnRow
 from bot.store.window import Windows, storable
 
@@ -89,7 +93,9 @@ class HistoryStore:
                 .where(TurnRow.channel_id == channel_id)
                 .order_by(TurnRow.id)
             )
-            return [turn_from(row) for row in rows]
+            turns = [turn_from(row) for row in rows]
+            await attach(connection, turns)
+            return turns
 
     @store_errors
     async def list_sessions(self) -> list[SessionSummary]:
@@ -112,8 +118,17 @@ class HistoryStore:
             names = dict(
                 (await connection.execute(select(ChannelRow.channel_id, ChannelRow.name))).all()
             )
+            verdicts = await feedback_counts(connection)
         summaries = [
-            SessionSummary(channel, names.get(channel), count, turns.get(channel, 0), last)
+            SessionSummary(
+                channel,
+                names.get(channel),
+                count,
+                turns.get(channel, 0),
+                last,
+                verdicts.get(channel, {}).get(POSITIVE, 0),
+                verdicts.get(channel, {}).get(NEGATIVE, 0),
+            )
             for channel, count, last in counts
         ]
         summaries.sort(key=lambda s: s.last_activity or datetime.min, reverse=True)

@@ -75,7 +75,15 @@ def test_list_is_an_aligned_table(bot) -> None:  # type: ignore[no-untyped-def]
 
     assert result.returncode == 0, result.stderr
     header, *rows = result.stdout.splitlines()
-    assert header.split() == ["CHANNEL", "NAME", "MESSAGES", "TURNS", "LAST", "ACTIVITY"]
+    assert header.split() == [
+        "CHANNEL",
+        "NAME",
+        "MESSAGES",
+        "TURNS",
+        "LAST",
+        "ACTIVITY",
+        "FEEDBACK",
+    ]
     assert rows[0].split()[:4] == ["C0123", "général", "5", "2"]  # most recent first
     assert rows[1].split()[:3] == ["D0456", "2", "1"]
     when = header.index("LAST ACTIVITY")
@@ -84,6 +92,7 @@ def test_list_is_an_aligned_table(bot) -> None:  # type: ignore[no-untyped-def]
         assert row[when : when + 2] == "20"  # the dates start under their heading
         assert row[turns_end - 1].isdigit()  # counts are right-aligned
     assert "UTC" in rows[0]
+    assert rows[0].endswith("👍 0 👎 0")  # no feedback given yet
 
 
 def test_list_json_is_the_document(bot) -> None:  # type: ignore[no-untyped-def]
@@ -99,6 +108,7 @@ def test_list_json_is_the_document(bot) -> None:  # type: ignore[no-untyped-def]
         "messages": 2,
         "turns": 1,
         "last_activity": old["last_activity"],
+        "feedback": {"positive": 0, "negative": 0},
     }
 
 

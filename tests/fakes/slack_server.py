@@ -807,11 +807,38 @@ def _check_blocks(blocks: Any) -> None:
             text = block.get("text")
             if not isinstance(text, str) or not text or len(text) > MAX_MARKDOWN_TEXT:
                 raise _SlackError("invalid_blocks", f"invalid markdown text {where}/text")
-        elif kind in ("context", "actions"):
+        elif kind in ("context", "actions", "context_actions"):
             elements = block.get("elements")
-            limit = 10 if kind == "context" else 25
+            limit = _ELEMENT_LIMITS[kind]
             if not isinstance(elements, list) or not elements or len(elements) > limit:
                 raise _SlackError("invalid_blocks", f"1 to {limit} elements needed {where}")
+            if kind == "context_actions":
+                for j, element in enumerate(elements):
+                    _check_context_action(element, f"{where}/elements/{j}")
+
+
+_ELEMENT_LIMITS = {"context": 10, "actions": 25, "context_actions": 5}
+
+
+def _check_context_action(element: Any, where: str) -> None:
+    """A context_actions element: feedback_buttons (both buttons, each with a plain text
+    of at most 75 characters and a value) or an icon_button."""
+    kind = element.get("type") if isinstance(element, dict) else None
+    if kind not in ("feedback_buttons", "icon_button"):
+        raise _SlackError("invalid_blocks", f"unsupported element type [json-pointer:{where}]")
+    action_id = element.get("action_id")
+    if action_id is not None and (not isinstance(action_id, str) or len(action_id) > 255):
+        raise _SlackError("invalid_blocks", f"invalid action_id [json-pointer:{where}]")
+    if kind != "feedback_buttons":
+        return
+    for side in ("positive_button", "negative_button"):
+        button = element.get(side)
+        if not isinstance(button, dict):
+            raise _SlackError("invalid_blocks", f"missing required field: {side} {where}")
+        _check_text_object(button.get("text"), 75, f"{where}/{side}/text", plain=True)
+        value = button.get("value")
+        if not isinstance(value, str) or not value or len(value) > 2000:
+            raise _SlackError("invalid_blocks", f"invalid value [json-pointer:{where}/{side}]")
 
 
 def _check_text_object(obj: Any, limit: int, where: str, *, plain: bool = False) -> None:
@@ -968,10 +995,12 @@ def block_actions_payload(
     trigger_id: str | None = None,
     response_url: str | None = None,
     team_id: str = "T1",
+    user_team_id: str | None = None,
     api_app_id: str = "A1",
     token: str = "verification-token",
 ) -> str:
-    """The form-encoded body (`payload=<json>`) of a `block_actions` interactivity request.
+    """The form-encoded body (`payload=<json>`) of a `block_actions` interactivity request
+    (`user_team_id`: the presser's own workspace, in a shared channel; `team_id` by default).
 
     body = block_actions_payload(
         "feedback_good",            # action_id
@@ -1022,7 +1051,7 @@ def block_actions_payload(
             "id": user_id,
             "username": user_id.lower(),
             "name": user_id.lower(),
-            "team_id": team_id,
+            "team_id": user_team_id or team_id,
         },
         "channel": {"id": channel_id, "name": "general"},
         "container": container,
