@@ -42,10 +42,11 @@ TURN_CSV_COLUMNS = (
     "started_at",
     "outcome",
     "rounds",
-    "tools_called",
-    "input_tokens",
-    "output_tokens",
+    "tools",
+    "tokens_in",
+    "tokens_out",
     "latency_ms",
+    "feedback",
     "model",
     "api_mode",
     "error",
@@ -137,16 +138,18 @@ async def export_lines(
 async def export_turn_lines(
     turns: AsyncIterable[tuple[str, TurnRecord]], export_format: ExportFormat
 ) -> AsyncIterator[str]:
-    """The turns' export as text lines, streamed: in JSONL each the turn's document (as in
-    ``history show --json``), in CSV one row a turn, its tools as a JSON list."""
+    """The turns' export as text lines, streamed: in JSONL each turn's document (as in
+    ``history show --json``) with its channel first; in CSV one row a turn, its tools and
+    feedback as JSON lists."""
     if export_format == "csv":
         yield _csv_line(TURN_CSV_COLUMNS)
-    async for _, turn in turns:
-        data = turn.to_dict()
+    async for channel_id, turn in turns:
+        data = {"channel_id": channel_id, **turn_document(turn)}
         if export_format == "jsonl":
             yield json.dumps(data, ensure_ascii=False) + "\n"
             continue
-        data["tools_called"] = json.dumps(data["tools_called"], ensure_ascii=False)
+        for listed in ("tools", "feedback"):
+            data[listed] = json.dumps(data[listed], ensure_ascii=False)
         yield _csv_line(["" if data.get(c) is None else str(data[c]) for c in TURN_CSV_COLUMNS])
 
 
