@@ -33,6 +33,25 @@ CSV_COLUMNS = (
     "edited_at",
 )
 
+#: ``history export --turns --format csv``: one row a turn
+TURN_CSV_COLUMNS = (
+    "channel_id",
+    "id",
+    "slack_ts",
+    "user_id",
+    "started_at",
+    "outcome",
+    "rounds",
+    "tools",
+    "tokens_in",
+    "tokens_out",
+    "latency_ms",
+    "feedback",
+    "model",
+    "api_mode",
+    "error",
+)
+
 
 def session_list(summaries: Iterable[SessionSummary]) -> list[dict[str, Any]]:
     """``history list --json``: one entry per session; ``name`` only when it is known."""
@@ -114,6 +133,24 @@ async def export_lines(
     yield _csv_line(CSV_COLUMNS)
     async for channel_id, message in messages:
         yield _csv_line(csv_row(channel_id, message))
+
+
+async def export_turn_lines(
+    turns: AsyncIterable[tuple[str, TurnRecord]], export_format: ExportFormat
+) -> AsyncIterator[str]:
+    """The turns' export as text lines, streamed: in JSONL each turn's document (as in
+    ``history show --json``) with its channel first; in CSV one row a turn, its tools and
+    feedback as JSON lists."""
+    if export_format == "csv":
+        yield _csv_line(TURN_CSV_COLUMNS)
+    async for channel_id, turn in turns:
+        data = {"channel_id": channel_id, **turn_document(turn)}
+        if export_format == "jsonl":
+            yield json.dumps(data, ensure_ascii=False) + "\n"
+            continue
+        for listed in ("tools", "feedback"):
+            data[listed] = json.dumps(data[listed], ensure_ascii=False)
+        yield _csv_line(["" if data.get(c) is None else str(data[c]) for c in TURN_CSV_COLUMNS])
 
 
 def pretty_json(text: str | None) -> str:

@@ -191,7 +191,9 @@ class Conversations:
     async def expire_approvals(self) -> list[TurnRecord]:
         """Approval requests unanswered for longer than the timeout expire; returned with
         their state, so the shell can say so where it asked."""
-        return await self.turns.expire(utcnow() - self.approval_timeout)
+        expired = await self.turns.expire(utcnow() - self.approval_timeout)
+        telemetry.turns_expired(len(expired))
+        return expired
 
     def describe(self, call: ToolCall) -> str:
         """What ``call`` does, in words for people ("Looking up TASK-1 in Jira")."""
@@ -254,6 +256,7 @@ class Conversations:
         if paused and self._expired(record):
             record.outcome, record.state = Outcome.EXPIRED, record.state.with_(decisions={})
             await self.turns.finish(OpenTurn(record.id, record.channel_id, None), record, [])
+            telemetry.turns_expired(1)
             return Reply(APPROVAL_EXPIRED, ok=False, outcome=Outcome.EXPIRED, turn_id=record.id)
         if paused:
             await self._tools_for(record.state.pending)

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-from bot.documents import ExportFormat, export_lines, session_document
+from bot.documents import ExportFormat, export_lines, export_turn_lines, session_document
 from bot.messages import Message, SessionSummary, TurnRecord
 from bot.store.feedback import FeedbackStore
 from bot.store.history import HistoryStore
@@ -44,6 +44,12 @@ class Sessions:
     def export(self, channel_id: str | None, export_format: ExportFormat) -> AsyncIterator[str]:
         """Every stored message (of one channel, or all) as export lines, streamed."""
         return export_lines(self._history.iter_messages(channel_id), export_format)
+
+    def export_turns(
+        self, channel_id: str | None, export_format: ExportFormat
+    ) -> AsyncIterator[str]:
+        """Every recorded turn (of one channel, or all) as export lines, streamed."""
+        return export_turn_lines(self._history.iter_turns(channel_id), export_format)
 
     async def delete(self, channel_id: str) -> int:
         """Forget one session; how many messages went."""

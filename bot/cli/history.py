@@ -99,18 +99,27 @@ def show(channel: str, as_json: bool) -> None:
 @click.option(
     "--output", type=click.Path(dir_okay=False, writable=True), help="File (default: stdout)."
 )
-def export(channel: str | None, export_format: ExportFormat, output: str | None) -> None:
-    """Every stored message, one per line (JSONL) or row (CSV), streamed in batches."""
+@click.option(
+    "--turns",
+    is_flag=True,
+    help="The turns instead (outcome, rounds, tools, tokens, latency), one per line or row.",
+)
+def export(
+    channel: str | None, export_format: ExportFormat, output: str | None, turns: bool
+) -> None:
+    """Every stored message, one per line (JSONL) or row (CSV), streamed in batches; with
+    --turns every recorded turn."""
 
     async def write(sessions: Sessions) -> int:
         if channel is not None:
             await _require_channel(sessions, channel)
         lines = 0
+        exported = sessions.export_turns if turns else sessions.export
         with _open_output(output) as out:
-            async for line in sessions.export(channel, export_format):
+            async for line in exported(channel, export_format):
                 out.write(line)
                 lines += 1
-        return lines - (export_format == "csv")  # the CSV header is not a message
+        return lines - (export_format == "csv")  # the CSV header is not a record
 
     try:
         count = _with_sessions(write)
@@ -119,7 +128,7 @@ def export(channel: str | None, export_format: ExportFormat, output: str | None)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
     if output:
-        click.echo(f"Exported {count} messages to {output}.", err=True)
+        click.echo(f"Exported {count} {'turns' if turns else 'messages'} to {output}.", err=True)
 
 
 @history.command()

@@ -99,7 +99,10 @@ def build_slack_app(
     bolt_logger = logging.getLogger("slack_bolt")
     bolt_logger.addFilter(_TOKEN_IN_CLIENT)
     app = AsyncApp(
-        name="bot",
+        # Bolt names a logger after the app, at the first request, and gives it the base
+        # logger's level: named "bot", that was every bot.* logger's parent, and their INFO
+        # lines stopped there
+        name="slack_bolt.app",
         logger=bolt_logger,
         # a client without a token: Bolt gives each request a copy with identity's token
         client=AsyncWebClient(
