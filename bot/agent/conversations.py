@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -18,7 +17,7 @@ from bot.agent.limits import PerPerson
 from bot.agent.loop import Approver, DoneSink, Hooks, Loop, ProgressSink, TurnResult
 from bot.agent.tokens import count_message
 from bot.agent.window import INTERRUPTED_RESULT, repair, select_window
-from bot.errors import StoreError, TurnRefused
+from bot.errors import StoreError
 from bot.llm.base import TextSink
 from bot.messages import (
     Decision,
@@ -28,6 +27,7 @@ from bot.messages import (
     TurnRecord,
     TurnState,
     Usage,
+    clean_text,
     utcnow,
 )
 from bot.store.history import HistoryStore
@@ -42,10 +42,6 @@ FAILED = "Sorry, something went wrong while I was answering. Please try again."
 TOOLS_WAIT_S = 10.0
 #: turns a person can let go on, and how
 STOPPED = (Outcome.AWAITING_APPROVAL, Outcome.MAX_ROUNDS)
-
-#: C0 control characters except tab and newline: PostgreSQL text cannot hold NUL, and the
-#: others only garble terminals, logs and the admin page
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
 
 
 @dataclass(frozen=True)
@@ -73,12 +69,6 @@ class Reply:
     pending: tuple[ToolCall, ...] = ()
     #: the turn's rounds so far (its posts are told apart by them)
     rounds: int = 0
-
-
-def clean_text(text: str) -> str:
-    """Incoming text as it is stored and sent to the model: CRLF becomes LF, and the other
-    C0 control characters but tab and newline are dropped."""
-    return _CONTROL.sub("", text.replace("\r\n", "\n"))
 
 
 class Conversations:
@@ -233,11 +223,8 @@ class Conversations:
         None when it may go on."""
         if self.per_person is None:
             return None
-        try:
-            await self.per_person.admit(incoming.user_id)
-        except TurnRefused as refused:
-            return TurnResult(outcome=Outcome.ERROR, error=refused)
-        return None
+        refused = await self.per_person.refusal(incoming.user_id)
+        return None if refused is None else TurnResult(outcome=Outcome.ERROR, error=refused)
 
     async def _found_again(self, record: TurnRecord, hooks: Hooks) -> Reply:
         """The turn of a message taken on again: it goes on if it was cut short, else its
