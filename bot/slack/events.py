@@ -101,8 +101,8 @@ def question_from(
     incoming = Incoming(channel, strip_mention(text, bot_user_id), user, ts)
     # in a channel the answer always goes in a thread; in a DM only when asked in one
     thread_ts = event.get("thread_ts") or (None if in_dm else ts)
-    # a DM thread is the assistant pane's, as Bolt's Assistant routes it (known here, before
-    # the claim keeps the question)
+    # a DM thread is one of the agent's threads (its title is set; known here, before the
+    # claim keeps the question)
     pane = in_dm and event.get("thread_ts") is not None
     team = event.get("user_team") or event.get("team") or team_id
     return Question(incoming, thread_ts, pane=pane, team_id=team)

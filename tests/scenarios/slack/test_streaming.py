@@ -194,3 +194,25 @@ async def test_a_process_taking_over_posts_only_what_the_streamed_message_lacks(
     shown = [m["text"] for m in bot_messages(fake_slack, "C1")]
     assert words(" ".join(shown)) == words(answer)
     assert len(posts(fake_slack, "C1")) == len(format_answer(answer[held:]))
+
+
+async def test_a_thread_of_the_agent_dm_is_streamed_and_titled(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    fake_openai.script(ToolUse("crm_find_contacts", {"query": "Ana"}, "c1"), "Ana is at Acme.")
+    ts = clock.ts()
+
+    await bot.send(dm("D1", ts, "Look up Ana and summarise her account", thread_ts="1.000100"))
+    await fake_slack.wait_for(turn_finished("D1", ts))
+
+    (stream,) = fake_slack.streams("D1")
+    assert (stream["thread_ts"], stream["text"]) == ("1.000100", "Ana is at Acme.")
+    assert stream["tasks"]["c1"]["title"] == "Searching contacts for 'Ana'"
+    assert stream["tasks"]["c1"]["status"] == "complete"
+    assert fake_slack.thread_titles[("D1", "1.000100")] == "Look up Ana and summarise her account"
+    statuses = [c.args for c in fake_slack.calls_to("assistant.threads.setStatus")]
+    assert [(s["thread_ts"], s["status"]) for s in statuses] == [
+        ("1.000100", "is thinking…"),
+        ("1.000100", ""),
+    ]
