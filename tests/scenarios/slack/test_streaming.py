@@ -16,7 +16,13 @@ from bot.slack.poster import Poster
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import Fail, FakeOpenAI, ToolUse
 from tests.fakes.slack_server import FakeSlack
-from tests.scenarios.slack.agent_helpers import jira_settings
+from tests.scenarios.slack.agent_helpers import (
+    answers,
+    jira_settings,
+    posted_card,
+    press,
+    script_ticket_flow,
+)
 from tests.scenarios.slack.conftest import TOKEN, Clock, dm, mention, posts, turn_finished
 
 #: about 5,500 characters: two posted messages' worth
@@ -216,3 +222,25 @@ async def test_a_thread_of_the_agent_dm_is_streamed_and_titled(
         ("1.000100", "is thinking…"),
         ("1.000100", ""),
     ]
+
+
+async def test_a_write_waiting_for_approval_leaves_its_card_and_no_stream(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, fake_jira: FakeJira, clock: Clock
+) -> None:
+    bot = start_bot(**jira_settings(fake_jira), STREAM_ANSWERS="on")
+    script_ticket_flow(fake_openai)
+    await bot.send(mention("C1", clock.ts(), "find Ana and open a ticket for her"))
+    await fake_slack.wait_for(lambda s: posted_card(s, "C1") is not None)
+    card = posted_card(fake_slack, "C1")
+    assert card is not None
+
+    # the search ran as a task of the stream, which goes once the card is up
+    (stream,) = fake_slack.streams("C1")
+    assert stream["tasks"]["c1"]["status"] == "complete"
+    await fake_slack.wait_for(lambda s: [m["ts"] for m in bot_messages(s, "C1")] == [card["ts"]])
+
+    assert await press(bot, "approve_write", card) == 200
+    await fake_slack.wait_for(lambda s: bool(answers(s, "C1", "Done:")))
+    await bot.idle()
+    assert fake_jira.created == ["TASK-1"]
+    assert len(answers(fake_slack, "C1", "is open for Ana")) == 1
