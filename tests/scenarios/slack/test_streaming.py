@@ -4,6 +4,8 @@ message, and the whole answer shown once whatever Slack does with the stream."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -17,6 +19,7 @@ from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import Fail, FakeOpenAI, ToolUse
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.agent_helpers import (
+    CallTimes,
     answers,
     jira_settings,
     posted_card,
@@ -244,3 +247,36 @@ async def test_a_write_waiting_for_approval_leaves_its_card_and_no_stream(
     await bot.idle()
     assert fake_jira.created == ["TASK-1"]
     assert len(answers(fake_slack, "C1", "is open for Ana")) == 1
+
+
+async def test_text_goes_out_as_the_model_writes_it_at_most_once_a_second(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    answer = "First the summary of the account. Then the contacts, one by one. Then the tickets."
+    fake_openai.script(answer)
+    fake_openai.frame_interval = 0.8  # four pieces over about three seconds
+    ts = clock.ts()
+    times = CallTimes()
+
+    await bot.send(mention("C1", ts, "summarise the account"))
+    while not turn_finished("C1", ts)(fake_slack):
+        times.poll(fake_slack)
+        await asyncio.sleep(0.01)
+    times.poll(fake_slack)
+
+    sent = [
+        (t, c)
+        for t, c in times.seen
+        if c.method in ("chat.startStream", "chat.appendStream", "chat.stopStream")
+    ]
+    texts = [
+        chunk["text"]
+        for _, c in sent
+        for chunk in c.args.get("chunks") or []
+        if chunk["type"] == "markdown_text"
+    ]
+    assert len([t for t in texts if t]) >= 3  # it grew while the model wrote
+    assert "".join(texts) == answer
+    assert all(b[0] - a[0] >= 0.95 for a, b in itertools.pairwise(sent[:-1]))
+    assert not any(t.startswith(" ") for t in texts[1:])  # each piece starts with a word
