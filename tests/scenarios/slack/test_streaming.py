@@ -280,3 +280,21 @@ async def test_text_goes_out_as_the_model_writes_it_at_most_once_a_second(
     assert "".join(texts) == answer
     assert all(b[0] - a[0] >= 0.95 for a, b in itertools.pairwise(sent[:-1]))
     assert not any(t.startswith(" ") for t in texts[1:])  # each piece starts with a word
+
+
+async def test_a_rate_limited_stream_waits_and_shows_the_answer_once(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    fake_slack.rate_limit_next("chat.startStream", retry_after=1)
+    fake_slack.rate_limit_next("chat.stopStream", retry_after=1)
+    fake_openai.script(ToolUse("get_current_time", {}, "call_t"), "It is noon.")
+    ts = clock.ts()
+
+    await bot.send(mention("C1", ts, "what time is it?"))
+    await fake_slack.wait_for(turn_finished("C1", ts), timeout=10)
+
+    (stream,) = fake_slack.streams("C1")
+    assert (stream["text"], stream["streaming"]) == ("It is noon.", False)
+    assert stream["tasks"]["call_t"]["status"] == "complete"
+    assert [m["ts"] for m in bot_messages(fake_slack, "C1")] == [stream["ts"]]
