@@ -18,6 +18,7 @@ from bot.messages import Decision, Outcome
 from bot.slack.cards import APPROVE, CONTINUE, DECLINE
 from bot.slack.delivery import EXPIRED, Delivery
 from bot.slack.events import Press, Thread
+from bot.slack.stream import Recipient
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +49,14 @@ class Approvals:
             return True
         card = turn.state.card or {}
         thread = Thread(press.channel, card.get("thread_ts") or None)
+        asker = turn.user_id
+        recipient = Recipient(asker, press.team_id) if asker and press.team_id else None
         if press.user != turn.user_id and press.user not in self.admins:
             log.info("%s may not answer turn %s", press.user, press.turn_id)
             await self.poster.tell(thread, press.user, ONLY_THE_REQUESTER)
             return True
         if resumed and turn.outcome == Outcome.RUNNING:  # its process died while it went on
-            await self.delivery.resume(thread, press.turn_id, resumed=True)
+            await self.delivery.resume(thread, press.turn_id, resumed=True, recipient=recipient)
             return True
         if turn.outcome != WAITING[press.action]:
             expired = turn.outcome == Outcome.EXPIRED
@@ -65,14 +68,14 @@ class Approvals:
             if card:
                 text = f"Continued by <@{press.user}>."
                 await self.poster.update(card["channel"], card["ts"], text)
-            await self.delivery.resume(thread, press.turn_id)
+            await self.delivery.resume(thread, press.turn_id, recipient=recipient)
             return True
         approved = press.action == APPROVE
         decision = RUN if approved else Decision("decline", DECLINED)
         decisions = {call.id: decision for call in self.conversations.pending_writes(turn)}
         verdict = ":white_check_mark: Approved" if approved else ":x: Cancelled"
         await self.delivery.close_card(turn, f"{verdict} by <@{press.user}>")
-        reply = await self.delivery.resume(thread, press.turn_id, decisions)
+        reply = await self.delivery.resume(thread, press.turn_id, decisions, recipient=recipient)
         if reply is not None and reply.outcome == Outcome.EXPIRED:
             await self.delivery.close_card(turn, f":hourglass: {EXPIRED}")
         return True

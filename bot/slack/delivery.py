@@ -106,8 +106,10 @@ class Delivery:
         decisions: dict[str, Decision] | None = None,
         *,
         resumed: bool = False,
+        recipient: Recipient | None = None,
     ) -> Reply | None:
-        """Go on with a stopped turn (None: someone else already did)."""
+        """Go on with a stopped turn (None: someone else already did); ``recipient``: who
+        its answer is for (a channel's stream needs them)."""
 
         async def work(sinks: Sinks) -> Reply | None:
             return await self.conversations.resume(
@@ -120,7 +122,7 @@ class Delivery:
                 resumed=resumed,
             )
 
-        return await self.run(thread, work, resumed=resumed)
+        return await self.run(thread, work, resumed=resumed, recipient=recipient)
 
     async def run(
         self,

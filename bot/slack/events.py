@@ -193,6 +193,8 @@ class Press:
     user: str
     channel: str
     action_ts: str
+    #: the presser's team (the stream of the answer that follows is for the asker there)
+    team_id: str | None = None
 
     def job(self) -> Job:
         return Job(self.channel, self.action_ts, PRESS, dataclasses.asdict(self))
@@ -225,7 +227,9 @@ def press_from(body: dict[str, Any], action_ids: frozenset[str]) -> Press | None
         return None
     if not _TS.match(action_ts):
         return None
-    return Press(action_id, int(value), user_id, channel, action_ts)
+    team = user.get("team_id") or (body.get("team") or {}).get("id")
+    team_id = team if isinstance(team, str) and team else None
+    return Press(action_id, int(value), user_id, channel, action_ts, team_id)
 
 
 def is_ignored(event: dict[str, Any], bot_user_id: str | None) -> bool:

@@ -227,7 +227,7 @@ async def test_a_thread_of_the_agent_dm_is_streamed_and_titled(
     ]
 
 
-async def test_a_write_waiting_for_approval_leaves_its_card_and_no_stream(
+async def test_a_write_waiting_for_approval_leaves_its_card_and_streams_on_after_create(
     start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, fake_jira: FakeJira, clock: Clock
 ) -> None:
     bot = start_bot(**jira_settings(fake_jira), STREAM_ANSWERS="on")
@@ -247,6 +247,11 @@ async def test_a_write_waiting_for_approval_leaves_its_card_and_no_stream(
     await bot.idle()
     assert fake_jira.created == ["TASK-1"]
     assert len(answers(fake_slack, "C1", "is open for Ana")) == 1
+    # the answer after Create is streamed too, for the person who asked
+    (after,) = fake_slack.streams("C1")  # the first one went when the card came
+    assert "is open for Ana" in after["text"]
+    assert after["tasks"]["w1"]["status"] == "complete"
+    assert (after["recipient_user_id"], after["recipient_team_id"]) == ("U1", "T1")
 
 
 async def test_text_goes_out_as_the_model_writes_it_at_most_once_a_second(
