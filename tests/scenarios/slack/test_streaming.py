@@ -303,3 +303,20 @@ async def test_a_rate_limited_stream_waits_and_shows_the_answer_once(
     assert (stream["text"], stream["streaming"]) == ("It is noon.", False)
     assert stream["tasks"]["call_t"]["status"] == "complete"
     assert [m["ts"] for m in bot_messages(fake_slack, "C1")] == [stream["ts"]]
+
+
+async def test_a_failed_tool_call_is_a_task_in_error_and_the_answer_follows(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    fake_openai.script(ToolUse("no_such_tool", {}, "bad"), "I could not look that up.")
+    ts = clock.ts()
+
+    await bot.send(mention("C1", ts, "look it up"))
+    await fake_slack.wait_for(turn_finished("C1", ts))
+
+    (stream,) = fake_slack.streams("C1")
+    statuses = [c["status"] for c in stream["chunks"] if c["type"] == "task_update"]
+    assert statuses == ["in_progress", "error"]
+    assert stream["tasks"]["bad"]["title"] == "Running no_such_tool"
+    assert stream["text"] == "I could not look that up."
