@@ -36,6 +36,8 @@ _HINTS = {
     "TURN_DEADLINE_S": "a number of seconds, e.g. 300",
     "APPROVAL_TIMEOUT_S": "a number of seconds, e.g. 86400",
     "PORT": "a TCP port number, e.g. 3000",
+    "FILE_MAX_BYTES": "a whole number of bytes, e.g. 10000000",
+    "FILE_TEXT_TOKENS": "a whole number of tokens, e.g. 8000",
     "HOST": "0.0.0.0 (every interface), 127.0.0.1, :: or a host name",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR",
 }
@@ -153,6 +155,10 @@ class Settings(BaseSettings):
     """An unanswered approval request expires after this."""
     STREAM_ANSWERS: bool = False
     """on: the answer appears in Slack as the model writes it."""
+    FILE_MAX_BYTES: int = Field(10_000_000, ge=0)
+    """Largest file attached to a question that is read (an image, a text file)."""
+    FILE_TEXT_TOKENS: int = Field(8000, ge=0)
+    """Most tokens of a question's text files added to it; the rest is cut, with a note."""
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Log level."""
     LOG_FORMAT: Literal["text", "json"] = "text"

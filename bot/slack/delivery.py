@@ -9,6 +9,7 @@ another process (``resumed``) looks for them in the thread first, so none shows 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -18,6 +19,7 @@ from bot.config import Settings
 from bot.messages import Decision, Outcome, ToolCall, TurnRecord
 from bot.slack.cards import approval_card, continue_message, feedback_block
 from bot.slack.events import Question, Thread
+from bot.slack.files import SlackFiles
 from bot.slack.live import LiveStatus
 from bot.slack.poster import Poster
 
@@ -45,6 +47,7 @@ class Delivery:
         self.conversations = conversations
         self.poster = poster
         self.settings = settings
+        self.files = SlackFiles(poster.client, settings)
         #: asked before each write: with WRITE_APPROVAL the turn pauses for a person
         self.approver: Approver | None = _ask_a_person if settings.WRITE_APPROVAL else None
 
@@ -60,8 +63,12 @@ class Delivery:
         """Answer a question; whether its turn was stored (and its reply posted)."""
 
         async def work(live: LiveStatus) -> Reply:
+            incoming = question.incoming
+            if question.files:
+                attachments = await self.files.read(question.files)
+                incoming = dataclasses.replace(incoming, attachments=attachments)
             return await self.conversations.handle(
-                question.incoming,
+                incoming,
                 approver=self.approver,
                 on_progress=live.steps,
                 on_text=self._streamed(live),

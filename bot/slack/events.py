@@ -23,6 +23,8 @@ from bot.slack.cards import FEEDBACK
 ANSWERED_SUBTYPES = frozenset({None, "file_share"})
 #: the kinds of the bot's jobs (bot.jobs), and what each one's payload holds
 QUESTION, CHANGE, PRESS = "question", "change", "press"
+#: files read of one message (Slack attaches at most 10)
+MAX_FILES = 10
 #: a turn id fits a BIGINT
 TURN_ID_DIGITS = 18
 _TS = re.compile(r"^[0-9]{1,12}\.[0-9]{1,9}$")
@@ -45,6 +47,8 @@ class Question:
     thread_ts: str | None
     #: asked in the Slack AI assistant pane (its status line shows the steps)
     pane: bool = False
+    #: the files of the message (Slack's file objects, the fields ``file_refs`` keeps)
+    files: tuple[dict[str, Any], ...] = ()
 
     @property
     def channel(self) -> str:
@@ -68,12 +72,14 @@ class Question:
             "user": incoming.user_id,
             "thread_ts": self.thread_ts,
             "pane": self.pane,
+            "files": list(self.files),
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Question:
         incoming = Incoming(data["channel"], data["text"], data["user"], data["ts"])
-        return cls(incoming, data["thread_ts"], pane=data["pane"])
+        files = tuple(data.get("files") or ())  # none in a job queued by an older version
+        return cls(incoming, data["thread_ts"], pane=data["pane"], files=files)
 
     def job(self, event_id: str | None) -> Job:
         return Job(self.channel, self.ts, QUESTION, self.to_dict(), event_id)
@@ -98,7 +104,32 @@ def question_from(event: dict[str, Any], bot_user_id: str | None) -> Question | 
     thread_ts = event.get("thread_ts") or (None if in_dm else ts)
     # a DM thread is the assistant pane's, as Bolt's Assistant routes it (known here, before
     # the claim keeps the question)
-    return Question(incoming, thread_ts, pane=in_dm and event.get("thread_ts") is not None)
+    pane = in_dm and event.get("thread_ts") is not None
+    return Question(incoming, thread_ts, pane=pane, files=file_refs(event.get("files")))
+
+
+def file_refs(files: Any) -> tuple[dict[str, Any], ...]:
+    """What is kept of a message's files (Slack's file objects) until they are read: each
+    one's id, name, type, size and private URL (none when Slack says to ask files.info)."""
+    if not isinstance(files, list):
+        return ()
+    refs = []
+    for file in files[:MAX_FILES]:
+        if not isinstance(file, dict) or not isinstance(file.get("id"), str) or not file["id"]:
+            continue
+        size = file.get("size")
+        url = file.get("url_private_download") or file.get("url_private")
+        refs.append(
+            {
+                "id": file["id"],
+                "name": str(file.get("name") or file.get("title") or file["id"])[:200],
+                "mimetype": str(file.get("mimetype") or "application/octet-stream")[:100],
+                "filetype": str(file.get("filetype") or "")[:50],
+                "size": size if isinstance(size, int) and size >= 0 else None,
+                "url": url if isinstance(url, str) else None,
+            }
+        )
+    return tuple(refs)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ def test_the_manifest_asks_only_for_what_the_bot_uses() -> None:
         "channels:history",
         "channels:read",
         "chat:write",
+        "files:read",  # the files attached to a question
         "groups:history",
         "groups:read",
         "im:history",
