@@ -91,7 +91,8 @@ class Attachment:
 
 def with_references(text: str, attachments: Sequence[Attachment]) -> str:
     """A person's message as it is stored: its text, then a reference to each file."""
-    return "\n".join([text, *(a.reference for a in attachments)]).strip()
+    references = [a.reference for a in attachments]
+    return "\n".join([text, *references] if text else references)
 
 
 @dataclass(slots=True)
