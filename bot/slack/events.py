@@ -16,7 +16,7 @@ from typing import Any
 
 from bot.agent.conversations import Incoming
 from bot.jobs import Job
-from bot.messages import NEGATIVE, POSITIVE
+from bot.messages import NEGATIVE, POSITIVE, Attachment, with_references
 from bot.slack.cards import FEEDBACK
 
 #: a person's message with an attachment still asks something; other subtypes never do
@@ -193,7 +193,9 @@ def edited_message(event: dict[str, Any], bot_user_id: str | None) -> Edit | Non
     if not asked:
         return None
     event_ts = event.get("event_ts") or event.get("ts") or ts
-    return Edit(channel, ts, strip_mention(text, bot_user_id), event_ts)
+    # the stored question keeps its files' references (Slack sends them with the edit)
+    files = [_reference(ref) for ref in file_refs(message.get("files"))]
+    return Edit(channel, ts, with_references(strip_mention(text, bot_user_id), files), event_ts)
 
 
 def change_from(event: dict[str, Any], bot_user_id: str | None) -> Deletion | Edit | None:
@@ -258,6 +260,11 @@ def press_from(body: dict[str, Any], action_ids: frozenset[str]) -> Press | None
     if not (turn_id.isascii() and turn_id.isdigit() and len(turn_id) <= TURN_ID_DIGITS):
         return None
     return Press(action_id, int(turn_id), user_id, channel, action_ts, verdict or None, thread_ts)
+
+
+def _reference(ref: dict[str, Any]) -> Attachment:
+    """A file as the history refers to it (what ``file_refs`` kept), without its bytes."""
+    return Attachment(ref["id"], ref["name"], ref["mimetype"], ref["size"] or 0)
 
 
 def _ts(value: Any) -> bool:

@@ -136,6 +136,19 @@ def test_an_edit_of_a_question_is_followed_with_its_new_text() -> None:
     assert not is_ignored(in_channel, BOT) and question_from(in_channel, BOT) is None
 
 
+def test_an_edited_question_keeps_its_files_references() -> None:
+    changed = edit("see this", "see this one", channel="D1", channel_type="im")
+    file = {"id": "F1", "name": "a.png", "mimetype": "image/png", "size": 1234}
+    changed["message"]["files"] = [file]
+
+    assert edited_message(changed, BOT) == Edit(
+        "D1",
+        "1.000100",
+        "see this one\n[attached file 'a.png': image/png, 1,234 bytes, id F1]",
+        "2.0",
+    )
+
+
 @pytest.mark.parametrize(
     "changed",
     [
