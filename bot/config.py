@@ -41,6 +41,8 @@ _HINTS = {
     "MAX_CONCURRENT_TURNS": "a whole number of model requests at once, e.g. 32",
     "MAX_OUTPUT_TOKENS": "a whole number of tokens from 16 on, e.g. 16000",
     "PORT": "a TCP port number, e.g. 3000",
+    "FILE_MAX_BYTES": "a whole number of bytes, e.g. 10000000",
+    "FILE_TEXT_TOKENS": "a whole number of tokens, e.g. 8000",
     "HOST": "0.0.0.0 (every interface), 127.0.0.1, :: or a host name",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR",
 }
@@ -173,6 +175,10 @@ class Settings(BaseSettings):
     """The service name traces carry."""
     OTEL_CAPTURE_CONTENT: bool = False
     """on: spans carry message text, tool arguments and results; off: ids, counts, names."""
+    FILE_MAX_BYTES: int = Field(10_000_000, ge=0)
+    """Largest file attached to a question that is read (an image, a text file)."""
+    FILE_TEXT_TOKENS: int = Field(8000, ge=0)
+    """Most tokens of a question's text files added to it; the rest is cut, with a note."""
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Log level."""
     LOG_FORMAT: Literal["text", "json"] = "text"

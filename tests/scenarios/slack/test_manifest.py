@@ -31,6 +31,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "assistant.threads.setStatus": {"assistant:write"},
     "assistant.threads.setTitle": {"assistant:write"},
     "assistant.threads.setSuggestedPrompts": {"assistant:write"},
+    # a file Slack Connect gave without its URL
+    "files.info": {"files:read"},
 }
 #: slack_sdk helpers and the methods they call
 HELPERS = {"chat.stream": {"chat.startStream", "chat.appendStream", "chat.stopStream"}}
