@@ -25,7 +25,7 @@ from bot.web.admin import admin_app
 from tests.fakes.serve import ServedApp, serve_in_thread
 from tests.stored_turns import add_turn
 
-TOKEN = "s3cret-admin-token"
+TOKEN = "s3cret-admin-token-0123456789abcdef"
 CALL = ToolCall("call_1", "jira_get_issue", '{"issue_key":"TASK-1"}')
 FAILING_CALL = ToolCall("call_2", "jira_search_issues", '{"jql":"project = TASK","max_results":5}')
 SCRIPT = "<script>window.__xss=1</script>"
