@@ -240,6 +240,9 @@ def start_bot(args: argparse.Namespace, slack: FakeSlack, openai: FakeOpenAI, po
         "OPENAI_BASE_URL": openai.base_url,
         "DATABASE_URL": args.database_url,
         "LOG_LEVEL": "WARNING",
+        # every mention is U1's, many at once: the load, not the limits, is measured
+        "RATE_LIMIT_PER_USER": "0",
+        "MAX_CONCURRENT_TURNS": "10000",
     }
     env.pop("SLACK_APP_TOKEN", None)
     command = [sys.executable, "-m", "bot", "run", "--http", "--port", str(port)]

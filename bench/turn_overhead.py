@@ -102,7 +102,10 @@ async def seed(engines, count: int) -> None:  # type: ignore[no-untyped-def]
 
 
 async def measure(database_url: str, size: int, turns: int) -> list[float]:
-    settings = load_settings(DATABASE_URL=database_url, OPENAI_API_KEY="unused")
+    # every turn is U1's: the overhead, not the per-person limit, is measured
+    settings = load_settings(
+        DATABASE_URL=database_url, OPENAI_API_KEY="unused", RATE_LIMIT_PER_USER=0
+    )
     services = build_services(settings, model=InstantModel())
     try:
         await seed(services.engines, size)

@@ -27,6 +27,8 @@ _HINTS = {
     "LOG_FORMAT": "text or json",
     "WRITE_APPROVAL": "on or off",
     "STREAM_ANSWERS": "on or off",
+    "OTEL_CAPTURE_CONTENT": "on or off",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "your OTLP/HTTP collector, e.g. http://127.0.0.1:4318",
     "JIRA_URL": "your Jira base URL, e.g. https://example.atlassian.net",
     "MCP_CONFIG": "the path of a JSON file in the mcpServers format",
     "MAX_TOOL_ROUNDS": "a whole number from 1 to 50",
@@ -35,6 +37,9 @@ _HINTS = {
     "MODEL_TIMEOUT_S": "a number of seconds, e.g. 60",
     "TURN_DEADLINE_S": "a number of seconds, e.g. 300",
     "APPROVAL_TIMEOUT_S": "a number of seconds, e.g. 86400",
+    "RATE_LIMIT_PER_USER": "a whole number of turns per person per 10 minutes (0: no limit)",
+    "MAX_CONCURRENT_TURNS": "a whole number of model requests at once, e.g. 32",
+    "MAX_OUTPUT_TOKENS": "a whole number of tokens from 16 on, e.g. 16000",
     "PORT": "a TCP port number, e.g. 3000",
     "HOST": "0.0.0.0 (every interface), 127.0.0.1, :: or a host name",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR",
@@ -119,6 +124,12 @@ class Settings(BaseSettings):
     """One model request's time limit (the SDK's own default is 600 s)."""
     TURN_DEADLINE_S: float = Field(300, gt=0)
     """A whole turn's time limit, all rounds included."""
+    RATE_LIMIT_PER_USER: int = Field(20, ge=0)
+    """New turns one person may start in any 10 minutes (per process); 0: no limit."""
+    MAX_CONCURRENT_TURNS: int = Field(32, ge=1)
+    """Model requests in flight at once in one process."""
+    MAX_OUTPUT_TOKENS: int = Field(16000, ge=16)
+    """The most tokens one model reply may use (reasoning included)."""
     SYSTEM_PROMPT: str | None = None
     """The system message; the built-in one when unset."""
     SYSTEM_PROMPT_FILE: Path | None = None
@@ -148,6 +159,8 @@ class Settings(BaseSettings):
     """HTTP port of the Events API endpoint, /healthz and /admin."""
     ADMIN_TOKEN: str | None = None
     """Enables /admin; unset = /admin answers 404."""
+    METRICS_TOKEN: str | None = None
+    """Bearer token for /metrics; ADMIN_TOKEN when unset; neither = /metrics answers 404."""
     ADMIN_SLACK_USERS: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Comma list of Slack user IDs who may approve any write."""
     WRITE_APPROVAL: bool = True
@@ -156,14 +169,20 @@ class Settings(BaseSettings):
     """An unanswered approval request expires after this."""
     STREAM_ANSWERS: bool = False
     """on: the answer appears in Slack as the model writes it."""
+    OTEL_EXPORTER_OTLP_ENDPOINT: str | None = None
+    """OTLP/HTTP collector base URL (traces go to its /v1/traces); unset = no tracing."""
+    OTEL_SERVICE_NAME: str = "bot"
+    """The service name traces carry."""
+    OTEL_CAPTURE_CONTENT: bool = False
+    """on: spans carry message text, tool arguments and results; off: ids, counts, names."""
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Log level."""
     LOG_FORMAT: Literal["text", "json"] = "text"
     """text, or json for one JSON object a line."""
 
-    _normalise_flags = field_validator("WRITE_APPROVAL", "STREAM_ANSWERS", mode="before")(
-        lambda cls, v: _on_off(v)
-    )
+    _normalise_flags = field_validator(
+        "WRITE_APPROVAL", "STREAM_ANSWERS", "OTEL_CAPTURE_CONTENT", mode="before"
+    )(lambda cls, v: _on_off(v))
     _normalise_lists = field_validator("JIRA_ALLOWED_PROJECTS", "ADMIN_SLACK_USERS", mode="before")(
         lambda cls, v: _comma_list(v)
     )

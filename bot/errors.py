@@ -2,8 +2,10 @@
 
 BotError
  +-- SettingsError    a setting is missing or malformed (exit status 2)
+ +-- AccessRevoked    Slack refuses the bot's token for good (exit status 3)
  +-- ModelError       the model server failed; ``user_message`` is what the user reads
  |    +-- ModelTimeout
+ |    +-- TurnRefused  the model was not asked: a limit of the bot's (bot.agent.limits)
  +-- ToolError        a tool failed; its text becomes the call's ``{"error": ...}`` result
  +-- StoreError       the database failed
 """
@@ -15,6 +17,11 @@ class BotError(Exception):
 
 class SettingsError(BotError):
     """A setting the command needs is missing or malformed."""
+
+
+class AccessRevoked(BotError):
+    """Slack refuses a token of the bot (mistyped, revoked, the app uninstalled, the account
+    deactivated): restarting will not help until an admin fixes it."""
 
 
 class ModelError(BotError):
@@ -31,6 +38,11 @@ class ModelTimeout(ModelError):
 
     def __init__(self, message: str = "The model did not answer in time.") -> None:
         super().__init__(message, kind="timeout")
+
+
+class TurnRefused(ModelError):
+    """The turn was not sent to the model: the person asked too often, or the process has
+    too many requests in flight. The message is the polite reply."""
 
 
 class ToolError(BotError):

@@ -89,14 +89,23 @@ class Message:
     tokens: int = 0
     #: when a person last edited it where it was asked (a user message only)
     edited_at: datetime | None = None
+    #: an assistant message's items as the API gave them, to send back as they are within
+    #: the turn (the Responses API's reasoning items, with their encrypted content, and the
+    #: items they preceded); opaque, never stored, not part of the documents
+    replay: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def user(cls, text: str, *, user_id: str | None = None, slack_ts: str | None = None) -> Message:
         return cls(role="user", content=text, user_id=user_id, slack_ts=slack_ts)
 
     @classmethod
-    def assistant(cls, text: str | None, tool_calls: tuple[ToolCall, ...] = ()) -> Message:
-        return cls(role="assistant", content=text, tool_calls=tuple(tool_calls))
+    def assistant(
+        cls,
+        text: str | None,
+        tool_calls: tuple[ToolCall, ...] = (),
+        replay: tuple[dict[str, Any], ...] = (),
+    ) -> Message:
+        return cls(role="assistant", content=text, tool_calls=tuple(tool_calls), replay=replay)
 
     @classmethod
     def tool_result(cls, call: ToolCall, content: str) -> Message:
@@ -172,13 +181,15 @@ class Usage:
 class ModelReply:
     """One answer of the model: text, tool calls or both.
 
-    ``finish`` is ``"stop"``, ``"tool_calls"``, ``"length"`` (cut off) or ``"content_filter"``.
+    ``finish`` is ``"stop"``, ``"tool_calls"``, ``"length"`` (cut off) or ``"content_filter"``;
+    ``replay``: what the adapter needs sent back as it was (see ``Message.replay``).
     """
 
     content: str | None
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     finish: str = "stop"
+    replay: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,10 @@ from datetime import timedelta
 
 import openai
 
+from bot import telemetry
 from bot.agent.admin_logins import AdminLogins
 from bot.agent.conversations import Conversations
+from bot.agent.limits import ModelSlots, PerPerson
 from bot.agent.loop import Loop
 from bot.agent.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.agent.sessions import Sessions
@@ -68,7 +70,9 @@ def build_model(settings: Settings) -> ChatModel:
         # aiohttp, as slack_sdk uses: httpx's pool costs far more CPU with many turns at once
         http_client=openai.DefaultAioHttpClient(timeout=settings.MODEL_TIMEOUT_S),
     )
-    options = ModelOptions(settings.OPENAI_TEMPERATURE, settings.OPENAI_REASONING_EFFORT)
+    options = ModelOptions(
+        settings.OPENAI_TEMPERATURE, settings.OPENAI_REASONING_EFFORT, settings.MAX_OUTPUT_TOKENS
+    )
     if settings.LLM_API == "responses":
         return ResponsesModel(client, settings.OPENAI_MODEL, options)
     return ChatCompletionsModel(client, settings.OPENAI_MODEL, options)
@@ -94,6 +98,7 @@ def build_registry(settings: Settings, engines: Engines | None = None) -> ToolRe
 def build_services(settings: Settings, *, model: ChatModel | None = None) -> Services:
     """Everything a shell needs, from the settings. ``model`` replaces the OpenAI one
     (benchmarks use an in-process model)."""
+    telemetry.capture_content(settings.OTEL_CAPTURE_CONTENT)
     engines = create_engines(settings.DATABASE_URL)
     windows = Windows()
     history = HistoryStore(engines, windows)
@@ -105,6 +110,7 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         system=settings.system_prompt(DEFAULT_SYSTEM_PROMPT),
         max_rounds=settings.MAX_TOOL_ROUNDS,
         deadline_s=settings.TURN_DEADLINE_S,
+        slots=ModelSlots(settings.MAX_CONCURRENT_TURNS),
     )
     conversations = Conversations(
         TurnStore(engines, windows),
@@ -112,6 +118,7 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         loop,
         settings.HISTORY_TOKEN_BUDGET,
         approval_timeout=timedelta(seconds=settings.APPROVAL_TIMEOUT_S),
+        per_person=PerPerson(settings.RATE_LIMIT_PER_USER),
     )
     return Services(
         settings,

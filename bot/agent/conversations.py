@@ -13,10 +13,12 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot import telemetry
+from bot.agent.limits import PerPerson
 from bot.agent.loop import Approver, Hooks, Loop, ProgressSink, TurnResult
 from bot.agent.tokens import count_message
 from bot.agent.window import INTERRUPTED_RESULT, repair, select_window
-from bot.errors import StoreError
+from bot.errors import StoreError, TurnRefused
 from bot.llm.base import TextSink
 from bot.messages import (
     Decision,
@@ -89,12 +91,15 @@ class Conversations:
         loop: Loop,
         token_budget: int,
         approval_timeout: timedelta = timedelta(days=1),
+        per_person: PerPerson | None = None,
     ) -> None:
         self.turns = turns
         self.history = history
         self.loop = loop
         self.token_budget = token_budget
         self.approval_timeout = approval_timeout
+        #: new turns a person may have (None: no limit)
+        self.per_person = per_person
 
     async def handle(
         self,
@@ -112,15 +117,17 @@ class Conversations:
         the question is never stored twice. Never raises for model, tool or database
         failures: they become a failed Reply."""
         hooks = Hooks(approver, on_progress, on_text)
-        try:
-            if resumed and incoming.slack_ts:
-                found = await self.turns.find(incoming.channel_id, incoming.slack_ts)
-                if found is not None:
-                    return await self._found_again(found, hooks)
-            return await self._turn(incoming, hooks)
-        except StoreError:
-            log.exception("turn in %s failed on the database", incoming.channel_id)
-            return Reply(STORE_FAILED, ok=False, outcome=Outcome.ERROR)
+        with telemetry.turn(incoming.channel_id):
+            try:
+                if resumed and incoming.slack_ts:
+                    found = await self.turns.find(incoming.channel_id, incoming.slack_ts)
+                    if found is not None:
+                        return await self._found_again(found, hooks)
+                return await self._turn(incoming, hooks)
+            except StoreError:
+                log.exception("turn in %s failed on the database", incoming.channel_id)
+                telemetry.turn_failed("database")
+                return Reply(STORE_FAILED, ok=False, outcome=Outcome.ERROR)
 
     async def resume(
         self,
@@ -137,21 +144,24 @@ class Conversations:
         it is not stopped any more (e.g. a second press) or is unknown. ``resumed``: a
         process died while it went on; it goes on from its journal."""
         hooks = Hooks(approver, on_progress, on_text)
-        try:
-            record = await self.turns.get(turn_id)
-            if record is None:
-                return None
-            if resumed and record.outcome == Outcome.RUNNING:
-                return await self._go_on_after_crash(record, hooks)
-            if record.outcome not in STOPPED:
-                return None
-            claimed = await self.turns.claim(turn_id, record.outcome, decisions)
-            if claimed is None:
-                return None
-            return await self._go_on_stopped(claimed, record.outcome, hooks)
-        except StoreError:
-            log.exception("resuming turn %s failed on the database", turn_id)
-            return Reply(STORE_FAILED, ok=False, outcome=Outcome.ERROR, turn_id=turn_id)
+        with telemetry.turn(None, turn_id):
+            try:
+                record = await self.turns.get(turn_id)
+                if record is None:
+                    return None
+                telemetry.turn_began(turn_id, record.channel_id)
+                if resumed and record.outcome == Outcome.RUNNING:
+                    return await self._go_on_after_crash(record, hooks)
+                if record.outcome not in STOPPED:
+                    return None
+                claimed = await self.turns.claim(turn_id, record.outcome, decisions)
+                if claimed is None:
+                    return None
+                return await self._go_on_stopped(claimed, record.outcome, hooks)
+            except StoreError:
+                log.exception("resuming turn %s failed on the database", turn_id)
+                telemetry.turn_failed("database")
+                return Reply(STORE_FAILED, ok=False, outcome=Outcome.ERROR, turn_id=turn_id)
 
     async def edit(self, channel_id: str, slack_ts: str, text: str) -> int:
         """A person edited a message (``slack_ts``) where it was asked: the stored one reads
@@ -207,17 +217,22 @@ class Conversations:
         )
         begun = await self.turns.begin(record, user, self.token_budget, INTERRUPTED_RESULT)
         record.id = begun.turn.id
+        telemetry.turn_began(record.id)
         hooks = self._journaled(hooks, begun.turn)
         history = select_window(begun.recent, self.token_budget)
-        result = await self.loop.run(history, begun.user, hooks)
-        if result.error and result.error.kind == "context_length" and not result.messages:
-            # the estimate was too generous for this model: once more with a quarter of it
-            log.warning(
-                "context length exceeded in %s; retrying with less history", record.channel_id
-            )
-            history = select_window(begun.recent, self.token_budget // 4)
-            result = await self.loop.run(history, begun.user, hooks)
+        result = await self._refused(incoming) or await self.loop.run(history, begun.user, hooks)
         return await self._store(begun.turn, record, result, started)
+
+    async def _refused(self, incoming: Incoming) -> TurnResult | None:
+        """The result of a new turn its person may not have now (stored, not answered);
+        None when it may go on."""
+        if self.per_person is None:
+            return None
+        try:
+            await self.per_person.admit(incoming.user_id)
+        except TurnRefused as refused:
+            return TurnResult(outcome=Outcome.ERROR, error=refused)
+        return None
 
     async def _found_again(self, record: TurnRecord, hooks: Hooks) -> Reply:
         """The turn of a message taken on again: it goes on if it was cut short, else its
@@ -285,9 +300,9 @@ class Conversations:
         started = time.perf_counter()
         record = reopened.record
         history = select_window(reopened.before, self.token_budget)
-        conversation = [*history, *repair(journal)]
         result = await self.loop.resume(
-            conversation,
+            history,
+            repair(journal),
             unfinished,
             record.state.decisions,
             prior,
@@ -338,16 +353,7 @@ class Conversations:
             card=record.state.card,
         )
         await self.turns.finish(turn, record, result.messages[result.journaled :])
-        log.info(
-            "turn %s in %s: %s, %d rounds, %d+%d tokens, %d ms",
-            turn.id,
-            record.channel_id,
-            record.outcome,
-            record.rounds,
-            record.input_tokens,
-            record.output_tokens,
-            record.latency_ms,
-        )
+        telemetry.turn_ended(record, time.perf_counter() - started)
         return self._reply(record, result.answer or "")
 
     def _reply(self, record: TurnRecord, answer: str) -> Reply:

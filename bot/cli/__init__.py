@@ -1,5 +1,6 @@
 """The ``bot`` command: noun then verb. Exit status 0 done, 1 the work failed, 2 bad usage
-or settings; errors are one line, never a traceback."""
+or settings, 3 Slack refuses the bot's token (a supervisor should not restart it as is);
+errors are one line, never a traceback."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 
 import click
 
-from bot.errors import BotError, SettingsError
+from bot.errors import AccessRevoked, BotError, SettingsError
 
 #: command name -> "module:attribute"; imported only when used, so `bot history` does not
 #: pay for the model client or Slack
@@ -56,6 +57,9 @@ def main(argv: list[str] | None = None) -> None:
     except SettingsError as exc:
         _report(str(exc))
         sys.exit(2)
+    except AccessRevoked as exc:
+        _report(str(exc))
+        sys.exit(3)
     except BotError as exc:
         _report(str(exc))
         sys.exit(1)

@@ -17,6 +17,7 @@ from bot.errors import BotError
 from bot.logs import configure_logging
 from bot.store import migrate
 from bot.store.db import create_engine
+from bot.telemetry import configure_tracing
 
 log = logging.getLogger(__name__)
 
@@ -24,10 +25,12 @@ T = TypeVar("T")
 
 
 def settings_for(*required: str, log_level: str | None = None) -> Settings:
-    """Load the settings, check the ones this command needs, set up logging."""
+    """Load the settings, check the ones this command needs, set up logging (and tracing
+    when OTEL_EXPORTER_OTLP_ENDPOINT is set)."""
     settings = load_settings()
     settings.require(*required)
     configure_logging(log_level or settings.LOG_LEVEL, settings.LOG_FORMAT)
+    configure_tracing(settings)
     return settings
 
 

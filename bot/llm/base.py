@@ -28,6 +28,8 @@ class ModelOptions:
 
     temperature: float | None = None
     reasoning_effort: str | None = None
+    #: the most tokens one reply may use (a reasoning model's reasoning included)
+    max_output_tokens: int | None = None
 
 
 class ChatModel(Protocol):

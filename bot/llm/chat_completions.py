@@ -53,6 +53,9 @@ class ChatCompletionsModel:
             request["temperature"] = self.options.temperature
         if self.options.reasoning_effort is not None:
             request["reasoning_effort"] = self.options.reasoning_effort
+        if self.options.max_output_tokens is not None:
+            # max_tokens is deprecated, and refused by reasoning models
+            request["max_completion_tokens"] = self.options.max_output_tokens
         with model_errors(self.api):
             if on_text is not None:
                 return await self._stream(request, on_text)

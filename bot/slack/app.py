@@ -7,7 +7,10 @@ Bolt's own (signature, authorization, the bot's own events, url_verification):
    acknowledged and logged as an error.
 2. ``SubmitOnce``: the job goes into the inbox (bot.jobs) before the ack; a duplicate
    delivery is acknowledged and dropped. A database failure, or a process shutting down,
-   answers 503, so Slack delivers the event again later.
+   answers 503, so Slack delivers the event again later. The event gets its span
+   (bot.telemetry), the parent of its job's, and its channel and event id go on the job's
+   log lines. (A Bolt middleware's ``next()`` only lets the next one run after it returns:
+   what it wraps ends there.)
 
 Listeners then only acknowledge (and put the progress reaction on): the jobs run after the ack,
 in the Worker (who may press a button is checked there, against the stored turn).
@@ -31,15 +34,18 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import telemetry
 from bot.config import Settings
 from bot.errors import StoreError
-from bot.jobs import ShuttingDown
+from bot.jobs import Job, ShuttingDown
 from bot.jobs.runner import Jobs
+from bot.logs import log_context
 from bot.slack import listeners
 from bot.slack.approvals import BUTTONS
 from bot.slack.events import change_from, is_ignored, press_from, question_from
 from bot.slack.poster import NoDoublePostRetryHandler
 from bot.slack.worker import Worker
+from bot.slack.workspace import Revocations, WorkspaceClient
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +64,11 @@ class _TokenInClient(logging.Filter):
 _TOKEN_IN_CLIENT = _TokenInClient()
 
 
-def web_client(settings: Settings, session: aiohttp.ClientSession) -> AsyncWebClient:
+def web_client(settings: Settings, session: aiohttp.ClientSession) -> WorkspaceClient:
     """The Web API client: SLACK_API_URL, one shared connection pool, and retries of 429s
-    (after Retry-After) and of connection errors (not of a post that may have gone through)."""
-    return AsyncWebClient(
+    (after Retry-After) and of connection errors (not of a post that may have gone through);
+    it stops once the workspace revokes the bot (bot.slack.workspace)."""
+    return WorkspaceClient(
         token=settings.SLACK_BOT_TOKEN,
         base_url=settings.SLACK_API_URL,
         session=session,
@@ -74,7 +81,7 @@ def web_client(settings: Settings, session: aiohttp.ClientSession) -> AsyncWebCl
 
 def build_slack_app(
     *,
-    client: AsyncWebClient,
+    client: WorkspaceClient,
     identity: AuthorizeResult,
     signing_secret: str | None,
     worker: Worker,
@@ -112,7 +119,8 @@ def build_slack_app(
         raise_error_for_unhandled_request=True,
     )
     app.error(acknowledge_unhandled)
-    app.use(IgnoreUnwanted())
+    app.use(Revocations(client))
+    app.use(IgnoreUnwanted(identity.team_id))
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
@@ -139,7 +147,11 @@ def _name(value: object) -> str:
 
 
 class IgnoreUnwanted(AsyncMiddleware):
-    """Acknowledge and drop what the bot never acts on; make a job of what it does."""
+    """Acknowledge and drop what the bot never acts on; make a job of what it does.
+    ``home_team``: the bot's workspace (people of another one are told apart)."""
+
+    def __init__(self, home_team: str | None) -> None:
+        self.home_team = home_team
 
     async def async_process(
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
@@ -163,7 +175,7 @@ class IgnoreUnwanted(AsyncMiddleware):
         if is_ignored(event, context.bot_user_id):
             return BoltResponse(status=200, body="")
         event_id = body.get("event_id")
-        question = question_from(event, context.bot_user_id)
+        question = question_from(event, context.bot_user_id, self.home_team)
         change = change_from(event, context.bot_user_id)
         context["question"] = question
         if question is not None:
@@ -179,7 +191,7 @@ class IgnoreUnwanted(AsyncMiddleware):
         )
         if not ours:
             return await next()
-        press = press_from(req.body, BUTTONS)
+        press = press_from(req.body, BUTTONS, self.home_team)
         if press is None:
             log.warning("ignored a press of the bot's button with a malformed payload")
             return BoltResponse(status=200, body="")
@@ -201,7 +213,11 @@ class SubmitOnce(AsyncMiddleware):
         if job is None:
             return await next()
         try:
-            submitted = await self.jobs.submit(job)
+            with (
+                log_context(channel=job.channel, event_id=job.event_id),
+                telemetry.received(_span_name(req.body), _attributes(req.body, job)),
+            ):
+                submitted = await self.jobs.submit(job)
         except ShuttingDown:
             return BoltResponse(status=503, body="")
         except StoreError as exc:
@@ -215,3 +231,20 @@ class SubmitOnce(AsyncMiddleware):
         if not submitted:
             return BoltResponse(status=200, body="")
         return await next()
+
+
+def _span_name(body: dict[str, Any]) -> str:
+    """``slack app_mention``, ``slack message``, ``slack block_actions``"""
+    event = body.get("event")
+    kind = event.get("type") if isinstance(event, dict) else body.get("type")
+    return f"slack {kind}"
+
+
+def _attributes(body: dict[str, Any], job: Job) -> dict[str, str]:
+    attributes = {
+        "slack.event.type": _span_name(body).removeprefix("slack "),
+        "slack.job": job.kind,
+    }
+    if job.event_id:
+        attributes["slack.event_id"] = job.event_id
+    return attributes

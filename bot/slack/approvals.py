@@ -1,7 +1,9 @@
 """Approvals: what the bot's buttons do, and approval requests that expire.
 
 Only the person who asked, or one of ADMIN_SLACK_USERS, may press; anyone else is told so
-in a message only they see, and nothing runs. A press is a job of its channel (keyed by its
+in a message only they see, and nothing runs. Nobody of another workspace (a shared channel)
+may answer an approval card; one who asked may press Continue, and the turn goes on without
+running any write for them. A press is a job of its channel (keyed by its
 action_ts), so it runs after the work before it and at most once, in any process; the
 stopped turn lives in the database, and ``Conversations.resume`` claims it atomically, so a
 second press runs nothing twice. Whatever message the press says it came from, only the
@@ -23,6 +25,10 @@ log = logging.getLogger(__name__)
 
 BUTTONS = frozenset({APPROVE, DECLINE, CONTINUE})
 ONLY_THE_REQUESTER = "Only the person who asked (or a bot admin) can answer this request."
+NOT_FROM_HERE = (
+    "Only people of the bot's own Slack workspace can approve or cancel its changes; "
+    "nothing was done."
+)
 ALREADY_HANDLED = "This request has already been answered."
 DECLINED = "The person who asked cancelled this action, so it was not done."
 #: the state a turn waits in for each button
@@ -48,12 +54,16 @@ class Approvals:
             return True
         card = turn.state.card or {}
         thread = Thread(press.channel, card.get("thread_ts") or None)
+        if press.external and press.action != CONTINUE:
+            log.info("%s of another workspace may not answer turn %s", press.user, press.turn_id)
+            await self.poster.tell(thread, press.user, NOT_FROM_HERE)
+            return True
         if press.user != turn.user_id and press.user not in self.admins:
             log.info("%s may not answer turn %s", press.user, press.turn_id)
             await self.poster.tell(thread, press.user, ONLY_THE_REQUESTER)
             return True
         if resumed and turn.outcome == Outcome.RUNNING:  # its process died while it went on
-            await self.delivery.resume(thread, press.turn_id, resumed=True)
+            await self.delivery.resume(thread, press.turn_id, resumed=True, external=press.external)
             return True
         if turn.outcome != WAITING[press.action]:
             expired = turn.outcome == Outcome.EXPIRED
@@ -65,7 +75,7 @@ class Approvals:
             if card:
                 text = f"Continued by <@{press.user}>."
                 await self.poster.update(card["channel"], card["ts"], text)
-            await self.delivery.resume(thread, press.turn_id)
+            await self.delivery.resume(thread, press.turn_id, external=press.external)
             return True
         approved = press.action == APPROVE
         decision = RUN if approved else Decision("decline", DECLINED)

@@ -28,10 +28,20 @@ Work = Callable[[LiveStatus], Awaitable[Reply | None]]
 Posted = Callable[[str], Awaitable[None]]
 TITLE_MAX = 60
 EXPIRED = "This request expired, so nothing was done. Ask again if it is still needed."
+#: the result of a write asked for by someone of another workspace (what the model reads)
+NOT_FOR_GUESTS = (
+    "Not done: this bot makes changes only for people of its own Slack workspace, and this "
+    "request came from someone of another workspace (a shared channel). Someone of the "
+    "bot's workspace can ask for it."
+)
 
 
 async def _ask_a_person(call: ToolCall) -> Decision:
     return PAUSE
+
+
+async def _refuse_a_guest(call: ToolCall) -> Decision:
+    return Decision("decline", NOT_FOR_GUESTS)
 
 
 class Delivery:
@@ -41,6 +51,11 @@ class Delivery:
         self.settings = settings
         #: asked before each write: with WRITE_APPROVAL the turn pauses for a person
         self.approver: Approver | None = _ask_a_person if settings.WRITE_APPROVAL else None
+
+    def approver_for(self, external: bool) -> Approver | None:
+        """Asked before each write of a turn: someone of another workspace gets none run,
+        whatever WRITE_APPROVAL says."""
+        return _refuse_a_guest if external else self.approver
 
     async def working(self, question: Question) -> None:
         await self.poster.working(question)
@@ -56,7 +71,7 @@ class Delivery:
         async def work(live: LiveStatus) -> Reply:
             return await self.conversations.handle(
                 question.incoming,
-                approver=self.approver,
+                approver=self.approver_for(question.external),
                 on_progress=live.steps,
                 on_text=self._streamed(live),
                 resumed=resumed,
@@ -74,14 +89,16 @@ class Delivery:
         decisions: dict[str, Decision] | None = None,
         *,
         resumed: bool = False,
+        external: bool = False,
     ) -> Reply | None:
-        """Go on with a stopped turn (None: someone else already did)."""
+        """Go on with a stopped turn (None: someone else already did); ``external``: for
+        someone of another workspace."""
 
         async def work(live: LiveStatus) -> Reply | None:
             return await self.conversations.resume(
                 turn_id,
                 decisions,
-                approver=self.approver,
+                approver=self.approver_for(external),
                 on_progress=live.steps,
                 on_text=self._streamed(live),
                 resumed=resumed,

@@ -48,6 +48,8 @@ class Question:
     thread_ts: str | None
     #: asked in the Slack AI assistant pane (its status line shows the steps)
     pane: bool = False
+    #: asked by someone of another workspace (a shared channel): no write runs for them
+    external: bool = False
 
     @property
     def channel(self) -> str:
@@ -71,19 +73,24 @@ class Question:
             "user": incoming.user_id,
             "thread_ts": self.thread_ts,
             "pane": self.pane,
+            "external": self.external,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Question:
         incoming = Incoming(data["channel"], data["text"], data["user"], data["ts"])
-        return cls(incoming, data["thread_ts"], pane=data["pane"])
+        external = bool(data.get("external"))  # a claim kept before there was the flag: no
+        return cls(incoming, data["thread_ts"], pane=data["pane"], external=external)
 
     def job(self, event_id: str | None) -> Job:
         return Job(self.channel, self.ts, QUESTION, self.to_dict(), event_id)
 
 
-def question_from(event: dict[str, Any], bot_user_id: str | None) -> Question | None:
-    """The question in an ``app_mention`` or ``message`` event, or None when it is ignored."""
+def question_from(
+    event: dict[str, Any], bot_user_id: str | None, home_team: str | None = None
+) -> Question | None:
+    """The question in an ``app_mention`` or ``message`` event, or None when it is ignored.
+    ``home_team``: the workspace the bot is installed in (its askers are not external)."""
     kind = event.get("type")
     if kind not in ("app_mention", "message") or _from_a_bot(event, bot_user_id):
         return None
@@ -101,7 +108,10 @@ def question_from(event: dict[str, Any], bot_user_id: str | None) -> Question | 
     thread_ts = event.get("thread_ts") or (None if in_dm else ts)
     # a DM thread is the assistant pane's, as Bolt's Assistant routes it (known here, before
     # the claim keeps the question)
-    return Question(incoming, thread_ts, pane=in_dm and event.get("thread_ts") is not None)
+    pane = in_dm and event.get("thread_ts") is not None
+    # Slack names the asker's own workspace in user_team (team in older events)
+    team = event.get("user_team") or event.get("team")
+    return Question(incoming, thread_ts, pane=pane, external=is_external(team, home_team))
 
 
 @dataclass(frozen=True)
@@ -189,6 +199,8 @@ class Press:
     user: str
     channel: str
     action_ts: str
+    #: pressed by someone of another workspace (a shared channel)
+    external: bool = False
 
     def job(self) -> Job:
         return Job(self.channel, self.action_ts, PRESS, dataclasses.asdict(self))
@@ -198,9 +210,12 @@ class Press:
         return cls(**data)
 
 
-def press_from(body: dict[str, Any], action_ids: frozenset[str]) -> Press | None:
+def press_from(
+    body: dict[str, Any], action_ids: frozenset[str], home_team: str | None = None
+) -> Press | None:
     """The press in a ``block_actions`` request of one of ``action_ids``, or None when a
-    field is missing or not what Slack sends (the caller logs it)."""
+    field is missing or not what Slack sends (the caller logs it). ``home_team``: the
+    workspace the bot is installed in."""
     actions, container, user = body.get("actions"), body.get("container"), body.get("user")
     if not (isinstance(actions, list) and actions and isinstance(actions[0], dict)):
         return None
@@ -221,7 +236,14 @@ def press_from(body: dict[str, Any], action_ids: frozenset[str]) -> Press | None
         return None
     if not _TS.match(action_ts):
         return None
-    return Press(action_id, int(value), user_id, channel, action_ts)
+    external = is_external(user.get("team_id"), home_team)
+    return Press(action_id, int(value), user_id, channel, action_ts, external)
+
+
+def is_external(team: object, home_team: str | None) -> bool:
+    """Whether ``team`` (a person's workspace, as the event names it) is another than the
+    bot's: only when both are known."""
+    return bool(home_team) and isinstance(team, str) and bool(team) and team != home_team
 
 
 def malformed(body: dict[str, Any]) -> str | None:

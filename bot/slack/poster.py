@@ -26,10 +26,12 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetr
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bot import metrics
 from bot.agent.conversations import Reply
 from bot.slack.events import Question, Thread
 from bot.slack.format import escape, format_answer
 from bot.slack.pacing import ChannelPacer
+from bot.slack.workspace import NOT_SENT
 
 log = logging.getLogger(__name__)
 
@@ -207,12 +209,12 @@ class Poster:
             return (await post()).get("ts")
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
             if not _may_have_posted(exc):
-                log.warning("Slack chat.postMessage failed: %s", _reason(exc))
+                _log_failure("chat.postMessage", _failed("chat.postMessage", exc))
                 return None
             log.warning(
                 "lost Slack's response to chat.postMessage in %s (%s): looking for the message",
                 thread.channel,
-                _reason(exc),
+                _failed("chat.postMessage", exc),
             )
         found = await self._posted(thread, post_id)
         if found is not None:
@@ -238,7 +240,7 @@ class Poster:
             log.warning(
                 "could not look for the bot's messages in %s (%s): posting again",
                 thread.channel,
-                _reason(exc),
+                _failed(_read_method(thread), exc),
             )
         return found
 
@@ -259,12 +261,15 @@ class Poster:
         try:
             return await call
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
-            reason = _reason(exc)
-            # the sign is already up (a question taken over from a process that died) or
-            # already down: nothing went wrong
-            level = logging.DEBUG if reason in ALREADY_SO else logging.WARNING
-            log.log(level, "Slack %s failed: %s", method, reason)
+            _log_failure(method, _failed(method, exc))
         return None
+
+
+def _log_failure(method: str, reason: str) -> None:
+    # the sign is already up (a question taken over from a process that died) or already
+    # down: nothing went wrong; a call not sent (access revoked) was logged once already
+    quiet = reason in ALREADY_SO or reason == NOT_SENT
+    log.log(logging.DEBUG if quiet else logging.WARNING, "Slack %s failed: %s", method, reason)
 
 
 def _may_have_posted(exc: Exception) -> bool:
@@ -272,7 +277,17 @@ def _may_have_posted(exc: Exception) -> bool:
     return isinstance(exc, (aiohttp.ClientError, TimeoutError)) and not isinstance(exc, NEVER_SENT)
 
 
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, SlackApiError):
-        return str(exc.response.get("error"))
-    return type(exc).__name__
+def _failed(method: str, exc: Exception) -> str:
+    """Why Slack's ``method`` failed (Slack's error code, or the connection error's name);
+    counted in bot_slack_api_errors_total unless it says that all is as wanted."""
+    reason = (
+        str(exc.response.get("error")) if isinstance(exc, SlackApiError) else type(exc).__name__
+    )
+    if reason not in ALREADY_SO and reason != NOT_SENT:
+        metrics.SLACK_API_ERRORS.labels(method, reason).inc()
+    return reason
+
+
+def _read_method(thread: Thread) -> str:
+    """The method ``_messages_around`` reads ``thread`` with."""
+    return "conversations.history" if thread.thread_ts is None else "conversations.replies"

@@ -25,13 +25,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from bot.config import Settings
-from bot.errors import BotError, SettingsError, StoreError
+from bot.errors import AccessRevoked, BotError, SettingsError, StoreError
 from bot.slack import ingress
 from bot.slack.app import build_slack_app, web_client
 from bot.slack.approvals import Approvals
 from bot.slack.delivery import Delivery
 from bot.slack.poster import Poster
 from bot.slack.worker import Worker
+from bot.slack.workspace import TOKEN_GONE
 from bot.wiring import Services
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,8 @@ SOCKET_PING_S = 5
 #: look for expired approval requests at least this often (and more often for a short
 #: timeout, so that one expires on time)
 EXPIRE_EVERY_S = 60.0
+#: what auth.test (or apps.connections.open) answers for a token that will not work again
+REFUSED_FOR_GOOD = TOKEN_GONE | {"invalid_auth", "token_expired"}
 _TOKEN_HINTS = {
     "SLACK_BOT_TOKEN": "the bot token from your Slack app's OAuth page (xoxb-...)",
     "SLACK_APP_TOKEN": "an app-level token with connections:write (xapp-...)",
@@ -146,10 +149,15 @@ class SlackRuntime:
             yield
         except SlackApiError as exc:
             await self.stop()
-            raise SettingsError(
-                f"{token_name} was refused by Slack ({exc.response.get('error')}): "
-                f"put {_TOKEN_HINTS[token_name]} in it."
-            ) from None
+            error = exc.response.get("error")
+            refused = f"{token_name} was refused by Slack ({error})"
+            if error in REFUSED_FOR_GOOD:
+                raise AccessRevoked(
+                    f"{refused}: it is mistyped, revoked or the app was uninstalled; reinstall "
+                    f"the app and put {_TOKEN_HINTS[token_name]} in it (exit status 3: "
+                    "restarting as is will not help)"
+                ) from None
+            raise SettingsError(f"{refused}: put {_TOKEN_HINTS[token_name]} in it.") from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             await self.stop()
             raise BotError(

@@ -59,19 +59,12 @@ class Auth:
         self._max_age_s = int(logins.lifetime.total_seconds())
 
     async def try_token(self, request: Request, candidate: str, how: str) -> bool:
-        """Whether ``candidate`` is ADMIN_TOKEN; a wrong one is counted and logged. Raises
-        Throttled, before looking at it, once too many were wrong."""
-        await self.throttle.check(request)
-        if self.logins.matches(candidate):
-            return True
-        await self.throttle.failed(request, how)
-        return False
+        """Whether ``candidate`` is ADMIN_TOKEN (see LoginThrottle.try_token)."""
+        return await self.throttle.try_token(request, candidate, self.logins.token, how)
 
     async def identify(self, request: Request) -> Admin | None:
-        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and await self.try_token(
-            request, credentials.strip(), "Bearer token on"
-        ):
+        presented = bearer_token(request)
+        if presented is not None and await self.try_token(request, presented, "Bearer token on"):
             return Admin(csrf=None)
         session_id = self._session_of(request)
         if session_id is None:
@@ -108,6 +101,12 @@ class Auth:
             return None
         session_id = data.get("session") if isinstance(data, dict) else None
         return session_id if isinstance(session_id, str) and session_id else None
+
+
+def bearer_token(request: Request) -> str | None:
+    """What ``Authorization: Bearer ...`` carries, or None without one."""
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else None
 
 
 def mount_root(request: Request) -> str:

@@ -9,6 +9,7 @@ uvicorn is told to trust its X-Forwarded-For (``--forwarded-allow-ips``).
 
 from __future__ import annotations
 
+import hmac
 import logging
 import math
 import time
@@ -39,6 +40,16 @@ class LoginThrottle:
         self._limiter = MovingWindowRateLimiter(MemoryStorage())
         self._per_address: RateLimitItem = parse(per_address)
         self._overall: RateLimitItem = parse(overall)
+
+    async def try_token(self, request: Request, candidate: str, token: str, how: str) -> bool:
+        """Whether ``candidate`` is ``token`` (in constant time); a wrong one is counted and
+        logged as ``how`` the path. Raises Throttled, before comparing, once too many were
+        wrong."""
+        await self.check(request)
+        if hmac.compare_digest(candidate.encode(), token.encode()):
+            return True
+        await self.failed(request, how)
+        return False
 
     async def check(self, request: Request) -> None:
         """Raise Throttled when this request's address, or everyone, failed too often."""

@@ -968,10 +968,12 @@ def block_actions_payload(
     trigger_id: str | None = None,
     response_url: str | None = None,
     team_id: str = "T1",
+    user_team_id: str | None = None,
     api_app_id: str = "A1",
     token: str = "verification-token",
 ) -> str:
-    """The form-encoded body (`payload=<json>`) of a `block_actions` interactivity request.
+    """The form-encoded body (`payload=<json>`) of a `block_actions` interactivity request
+    (`user_team_id`: the presser's own workspace, in a shared channel; `team_id` by default).
 
     body = block_actions_payload(
         "feedback_good",            # action_id
@@ -1022,7 +1024,7 @@ def block_actions_payload(
             "id": user_id,
             "username": user_id.lower(),
             "name": user_id.lower(),
-            "team_id": team_id,
+            "team_id": user_team_id or team_id,
         },
         "channel": {"id": channel_id, "name": "general"},
         "container": container,

@@ -543,6 +543,22 @@ async def test_sampling_parameters_are_checked_and_echoed(
         assert answer.status_code == 400 and message in answer.json()["error"]["message"]
 
 
+def test_a_reply_s_token_budget_is_checked_as_the_api_checks_it(fake: FakeOpenAI):
+    fake.script(Reply(text="short"), Reply(text="short"))
+    chat = {"model": MODEL, "messages": [USER], "max_completion_tokens": 1}
+    assert raw_post(fake, "chat/completions", chat).status_code == 200
+    assert raw_post(fake, "responses", {"model": MODEL, "input": "x", "max_output_tokens": 16})
+
+    rejected = [
+        ("chat/completions", {"messages": [USER], "max_completion_tokens": 0}, ">= 1"),
+        ("chat/completions", {"messages": [USER], "max_tokens": "ten"}, "expected an integer"),
+        ("responses", {"input": "x", "max_output_tokens": 15}, "Expected a value >= 16"),
+    ]
+    for path, body, message in rejected:
+        answer = raw_post(fake, path, {"model": MODEL, **body})
+        assert answer.status_code == 400 and message in answer.json()["error"]["message"]
+
+
 def test_raw_bodies_are_sent_as_they_are(fake: FakeOpenAI):
     fake.script(
         Raw({"id": "chatcmpl-1", "object": "chat.completion"}), Raw(["not", "an", "object"])

@@ -101,6 +101,7 @@ async def _load(url: str, slack: FakeSlack, model: FakeOpenAI, cwd: Path) -> Loa
         "SLACK_API_URL": slack.api_url,
         "OPENAI_API_KEY": "test-key",
         "OPENAI_BASE_URL": model.base_url,
+        "RATE_LIMIT_PER_USER": "0",  # every mention is U1's: the load is what is tested
     }
     clock = Clock()
     bots = [BotProcess(cwd, **settings) for _ in range(3)]

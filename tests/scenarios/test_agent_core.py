@@ -353,7 +353,7 @@ async def test_a_process_that_kept_the_window_sends_what_a_fresh_read_gives(
 ) -> None:
     # the process keeps each channel's window between turns; with old turns dropping out
     # of a small budget, what it sends must equal what a process reading afresh sends
-    kept = make_services(HISTORY_TOKEN_BUDGET=300)
+    kept = make_services(HISTORY_TOKEN_BUDGET=300, RATE_LIMIT_PER_USER=0)  # 25 turns of U1
     for channel in ("CKEPT", "CFRESH"):
         for n in range(12):
             fake_openai.script(

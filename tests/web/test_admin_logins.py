@@ -158,3 +158,15 @@ def test_without_a_database_logging_in_is_503_not_500(tmp_path) -> None:  # type
         api = client.get("/admin/api/sessions", headers={"Authorization": f"Bearer {TOKEN}"})
     assert login.status_code == 503 and "The database is not answering" in login.text
     assert api.status_code == 503 and "not answering" in api.json()["error"]
+
+
+def test_wrong_tokens_on_metrics_count_with_the_admin_pages(database_url: str) -> None:
+    """Without METRICS_TOKEN, /metrics takes ADMIN_TOKEN: no faster way to guess it there."""
+    with serve_bot(database_url, TOKEN) as served, browser(served, "127.0.0.6") as client:
+        for attempt in range(5):
+            headers = {"Authorization": f"Bearer guess-{attempt}"}
+            assert client.get("/metrics", headers=headers).status_code == 401
+        scrape = client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        login = log_in(client)
+    assert scrape.status_code == 429 and "Retry-After" in scrape.headers
+    assert login.status_code == 429

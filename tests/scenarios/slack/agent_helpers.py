@@ -80,12 +80,15 @@ async def press(
     message: dict[str, Any],
     *,
     user: str = "U1",
+    user_team: str | None = None,
 ) -> int:
-    """Press ``action`` on ``message`` as ``user``: signed block_actions over HTTP."""
+    """Press ``action`` on ``message`` as ``user`` (of workspace ``user_team``, the bot's by
+    default): signed block_actions over HTTP."""
     body = block_actions_payload(
         action,
         button_value(message),
         user_id=user,
+        user_team_id=user_team,
         channel_id=message["channel"],
         message_ts=message["ts"],
         thread_ts=message.get("thread_ts"),

@@ -33,6 +33,9 @@ def test_the_manifest_asks_only_for_what_the_bot_uses() -> None:
     assert listed_under(text, "bot_events") == {
         "app_mention",
         "assistant_thread_started",
+        # the workspace took the bot out: it stops posting there
+        "app_uninstalled",
+        "tokens_revoked",
         # a mention's deletion or edit reaches the bot only through these
         "message.channels",
         "message.groups",

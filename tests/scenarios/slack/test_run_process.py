@@ -86,7 +86,7 @@ def test_a_fatal_start_up_error_is_one_json_line(
         tmp_path, **{**settings, "SLACK_BOT_TOKEN": "xoxb-revoked"}, LOG_FORMAT="json"
     )
 
-    assert status == 2
+    assert status == 3
     (line,) = json_lines(stderr)
     assert line["level"] == "ERROR"
     assert str(line["message"]).startswith("SLACK_BOT_TOKEN was refused by Slack")

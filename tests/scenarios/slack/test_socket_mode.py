@@ -143,5 +143,5 @@ def test_a_refused_app_token_stops_start_up_with_one_line(
         timeout=60,
     )
 
-    assert done.returncode == 2
+    assert done.returncode == 3
     assert done.stderr.count("\n") == 1 and "SLACK_APP_TOKEN was refused" in done.stderr
