@@ -12,6 +12,10 @@ In this order, so that a stranger's request costs little and leaves one log line
    that Slack does not send it again.
 
 The refusal's log line names the method, the path, the size and the reason; never the body.
+
+In Socket Mode (``CheckedSocketModeHandler``) only the last step applies: an envelope the
+bot does not handle is acknowledged before Bolt reads it (Bolt's own reading of it may
+raise, and then no ack goes out and Slack sends it again).
 """
 
 from __future__ import annotations
@@ -24,9 +28,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import to_starlette_response
 from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
 from slack_bolt.request.internals import parse_body
+from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -67,6 +75,21 @@ async def handle(request: Request, app: AsyncApp, secret: bytes) -> Response:
         headers=request.headers,  # type: ignore[arg-type]
     )
     return to_starlette_response(await app.async_dispatch(bolt_request))
+
+
+class CheckedSocketModeHandler(AsyncSocketModeHandler):
+    """Bolt's Socket Mode handler, after bot.slack.events.malformed has let the envelope by."""
+
+    async def handle(  # type: ignore[override]
+        self, client: AsyncBaseSocketModeClient, req: SocketModeRequest
+    ) -> None:
+        payload = req.payload
+        problem = malformed(payload) if isinstance(payload, dict) else "not a JSON object"
+        if problem is None:
+            await super().handle(client, req)  # type: ignore[arg-type]
+            return
+        log.warning("acknowledged a Socket Mode envelope the bot does not handle: %s", problem)
+        await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
 
 
 @dataclass(frozen=True)
