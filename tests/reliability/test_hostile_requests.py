@@ -5,13 +5,20 @@ warning line at most (its size and path, never the body) and never a 500 or a tr
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
+from urllib.parse import parse_qs, urlencode
 
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack_server import FakeSlack, event_payload, signed_headers
+from tests.fakes.slack_server import (
+    FakeSlack,
+    block_actions_payload,
+    event_payload,
+    signed_headers,
+)
 from tests.scenarios.slack.conftest import SECRET, Clock, RunningBot, mention
 
 MB = 1024 * 1024
@@ -185,3 +192,32 @@ async def test_after_the_junk_a_real_question_is_answered(
             or any(c.args.get("channel") == "C1" for c in s.calls_to("chat.startStream"))
         )
     )
+
+
+ENVELOPE_KEYS = ["team", "enterprise", "authorizations", "user", "channel", "container"]
+ODD_VALUES: list[object] = [5, True, [1], "x", {"id": 5}, []]
+
+
+@pytest.mark.parametrize("kind", ["event", "button"])
+async def test_signed_envelopes_with_odd_fields_are_never_a_500(
+    bot: RunningBot, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    """What Bolt reads of every request (team, user, authorizations, actions...) in the wrong
+    shape: its reading raised, and the request got a 500 and a traceback."""
+    if kind == "event":
+        base = json.loads(event_payload(mention("C1", "1700000000.000100")))
+    else:
+        base = json.loads(parse_qs(block_actions_payload("approve", "1"))["payload"][0])
+    keys = ENVELOPE_KEYS + (["actions"] if kind == "button" else [])
+    statuses = {}
+    with caplog.at_level(logging.WARNING):
+        for key in keys:
+            for value in ODD_VALUES:
+                text = json.dumps({**base, key: value})
+                body = urlencode({"payload": text}) if kind == "button" else text
+                response = await bot.post(body, signed_headers(body, SECRET))
+                statuses[key, repr(value)] = response.status_code
+    await bot.idle()
+    assert {k: s for k, s in statuses.items() if s != 200} == {}
+    failures = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert [r.getMessage() for r in failures] == []
