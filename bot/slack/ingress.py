@@ -98,6 +98,8 @@ class Refused(Exception):
 
     status: int
     reason: str
+    #: how much of the body was read before it was refused, when that is what counts
+    size: int | None = None
 
 
 async def signed_body(request: Request, secret: bytes) -> bytes:
@@ -115,7 +117,7 @@ async def signed_body(request: Request, secret: bytes) -> bytes:
             "refused %s %s (%d bytes) with %d: %s",
             request.method,
             request.url.path,
-            size,
+            size if refused.size is None else refused.size,
             refused.status,
             refused.reason,
         )
@@ -139,7 +141,7 @@ async def _read_at_most(request: Request, limit: int) -> bytes:
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise Refused(413, f"body over {limit} bytes")
+            raise Refused(413, f"body over {limit} bytes (streamed; read no further)", size)
         chunks.append(chunk)
     return b"".join(chunks)
 
