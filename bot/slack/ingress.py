@@ -57,7 +57,9 @@ async def handle(request: Request, app: AsyncApp, secret: bytes) -> Response:
         body = await signed_body(request, secret)
     except Refused as refused:
         return Response(status_code=refused.status)
-    payload = payload_of(body, request.headers.get("content-type"))
+    # the media type without its parameters, exactly as Bolt reads it
+    content_type = request.headers.get("content-type", "").split(";")[0] or None
+    payload = payload_of(body, content_type)
     problem = "not a JSON object nor a form carrying one" if payload is None else malformed(payload)
     if problem is not None:
         log.warning(

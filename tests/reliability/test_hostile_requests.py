@@ -225,3 +225,14 @@ async def test_signed_envelopes_with_odd_fields_are_never_a_500(
     assert {k: s for k, s in statuses.items() if s != 200} == {}
     failures = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
     assert [r.getMessage() for r in failures] == []
+
+
+@pytest.mark.parametrize("body", ["[1, 2]", '"text"', "null"])
+async def test_a_signed_json_body_with_a_charset_that_is_no_object_is_acknowledged(
+    bot: RunningBot, caplog: pytest.LogCaptureFixture, body: str
+) -> None:
+    headers = signed_headers(body, SECRET, content_type="application/json; charset=utf-8")
+    with caplog.at_level(logging.WARNING):
+        response = await bot.post(body, headers)
+    assert response.status_code == 200
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
