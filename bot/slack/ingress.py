@@ -35,7 +35,7 @@ from slack_bolt.request.internals import parse_body
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from bot.slack.events import malformed
@@ -140,11 +140,14 @@ def payload_of(body: bytes, content_type: str | None) -> dict[str, Any] | None:
 async def _read_at_most(request: Request, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise Refused(413, f"body over {limit} bytes (streamed; read no further)", size)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise Refused(413, f"body over {limit} bytes (streamed; read no further)", size)
+            chunks.append(chunk)
+    except ClientDisconnect:  # nobody is left to answer
+        raise Refused(400, "the client went away before the end of its body", size) from None
     return b"".join(chunks)
 
 

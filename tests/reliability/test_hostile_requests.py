@@ -236,3 +236,18 @@ async def test_a_signed_json_body_with_a_charset_that_is_no_object_is_acknowledg
         response = await bot.post(body, headers)
     assert response.status_code == 200
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+async def test_a_client_gone_before_the_end_of_its_body_leaves_one_line(
+    bot: RunningBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    head = request_head(**{"Content-Type": "application/json", "Content-Length": "1000"})
+    with caplog.at_level(logging.INFO):
+        _, writer = await asyncio.open_connection(bot.served.host, bot.served.port)
+        writer.write(head + b'{"type": "event_')
+        await writer.drain()
+        await asyncio.sleep(0.2)
+        writer.close()
+        await asyncio.sleep(0.5)
+    records = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(records) <= 1 and all(r.exc_info is None for r in records), records
