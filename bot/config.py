@@ -167,8 +167,9 @@ class Settings(BaseSettings):
     """on: a writing tool waits for the requester's approval; off: it runs at once."""
     APPROVAL_TIMEOUT_S: float = Field(86400, gt=0)
     """An unanswered approval request expires after this."""
-    STREAM_ANSWERS: bool = False
-    """on: the answer appears in Slack as the model writes it."""
+    STREAM_ANSWERS: bool = True
+    """on: the answer is streamed with Slack's streaming methods as the model writes it,
+    each tool call a step of it; off: steps in a live message, the answer posted when done."""
     OTEL_EXPORTER_OTLP_ENDPOINT: str | None = None
     """OTLP/HTTP collector base URL (traces go to its /v1/traces); unset = no tracing."""
     OTEL_SERVICE_NAME: str = "bot"

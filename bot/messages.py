@@ -7,6 +7,7 @@ tools, which is null.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -252,6 +253,19 @@ class TurnState:
         return replace(self, **changes)
 
 
+#: the verdicts a person can give an answer
+POSITIVE, NEGATIVE = "positive", "negative"
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """One person's verdict on a turn's answer: ``positive`` or ``negative``, given ``at``."""
+
+    user_id: str
+    value: str
+    at: datetime
+
+
 @dataclass(slots=True)
 class TurnRecord:
     """One turn's bookkeeping, stored beside its messages."""
@@ -272,33 +286,13 @@ class TurnRecord:
     started_at: datetime | None = None
     #: a stopped turn's state; not part of the documents
     state: TurnState = field(default_factory=TurnState, repr=False)
+    #: what people said of its answer, one verdict each (read for review, never written here)
+    feedback: list[Feedback] = field(default_factory=list)
 
     @property
     def error_message(self) -> str:
         """What the person was told when the turn failed (``error`` is "kind: message")."""
         return (self.error or "").partition(": ")[2]
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "id": self.id,
-            "channel_id": self.channel_id,
-            "rounds": self.rounds,
-            "tools_called": list(self.tools_called),
-            "outcome": str(self.outcome),
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-        }
-        optional = {
-            "user_id": self.user_id,
-            "slack_ts": self.slack_ts,
-            "latency_ms": self.latency_ms,
-            "model": self.model,
-            "api_mode": self.api_mode,
-            "error": self.error,
-            "started_at": iso(self.started_at) if self.started_at else None,
-        }
-        data.update({k: v for k, v in optional.items() if v is not None})
-        return data
 
 
 @dataclass(frozen=True)
@@ -310,6 +304,9 @@ class SessionSummary:
     messages: int
     turns: int
     last_activity: datetime | None
+    #: feedback given on the session's answers: verdicts of each kind
+    positive: int = 0
+    negative: int = 0
 
 
 def utcnow() -> datetime:
@@ -325,3 +322,14 @@ def iso(moment: datetime) -> str:
 
 def parse_iso(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+#: C0 control characters except tab and newline: PostgreSQL text cannot hold NUL, and the
+#: others only garble terminals, logs and the admin page
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
+
+
+def clean_text(text: str) -> str:
+    """Incoming text as it is stored and sent to the model: CRLF becomes LF, and the other
+    C0 control characters but tab and newline are dropped."""
+    return _CONTROL.sub("", text.replace("\r\n", "\n"))

@@ -147,6 +147,12 @@ def turn_ended(record: TurnRecord, seconds: float) -> None:
         span.set_status(Status(StatusCode.ERROR, record.error or outcome))
 
 
+def turns_expired(count: int) -> None:
+    """``count`` approval requests expired unanswered: their turns ended so."""
+    if count:
+        metrics.TURNS.labels(str(Outcome.EXPIRED)).inc(count)
+
+
 def turn_failed(kind: str) -> None:
     """A turn that could not even be stored (the database failed): counted as an error."""
     metrics.TURNS.labels(str(Outcome.ERROR)).inc()

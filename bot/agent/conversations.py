@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import time
 from dataclasses import dataclass
 from datetime import timedelta
 
 from bot import telemetry
 from bot.agent.limits import PerPerson
-from bot.agent.loop import Approver, Hooks, Loop, ProgressSink, TurnResult
+from bot.agent.loop import Approver, DoneSink, Hooks, Loop, ProgressSink, TurnResult
 from bot.agent.tokens import count_message
 from bot.agent.window import INTERRUPTED_RESULT, repair, select_window
-from bot.errors import StoreError, TurnRefused
+from bot.errors import StoreError
 from bot.llm.base import TextSink
 from bot.messages import (
     Decision,
@@ -28,6 +27,7 @@ from bot.messages import (
     TurnRecord,
     TurnState,
     Usage,
+    clean_text,
     utcnow,
 )
 from bot.store.history import HistoryStore
@@ -42,10 +42,6 @@ FAILED = "Sorry, something went wrong while I was answering. Please try again."
 TOOLS_WAIT_S = 10.0
 #: turns a person can let go on, and how
 STOPPED = (Outcome.AWAITING_APPROVAL, Outcome.MAX_ROUNDS)
-
-#: C0 control characters except tab and newline: PostgreSQL text cannot hold NUL, and the
-#: others only garble terminals, logs and the admin page
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
 
 
 @dataclass(frozen=True)
@@ -75,12 +71,6 @@ class Reply:
     rounds: int = 0
 
 
-def clean_text(text: str) -> str:
-    """Incoming text as it is stored and sent to the model: CRLF becomes LF, and the other
-    C0 control characters but tab and newline are dropped."""
-    return _CONTROL.sub("", text.replace("\r\n", "\n"))
-
-
 class Conversations:
     """Runs turns: the channel's history window, the loop, and the journal."""
 
@@ -108,15 +98,17 @@ class Conversations:
         approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
+        on_done: DoneSink | None = None,
         resumed: bool = False,
     ) -> Reply:
         """Answer one message. ``approver`` is asked before each writing call (none: writes
-        run at once); ``on_progress`` and ``on_text`` are told what the turn does and writes.
+        run at once); ``on_progress``, ``on_text`` and ``on_done`` are told what the turn
+        does, writes and finishes.
         ``resumed``: the message may have been taken on before (a process died answering
         it): its turn, if stored, goes on from its journal, or its stored reply is returned;
         the question is never stored twice. Never raises for model, tool or database
         failures: they become a failed Reply."""
-        hooks = Hooks(approver, on_progress, on_text)
+        hooks = Hooks(approver, on_progress, on_text, on_done=on_done)
         with telemetry.turn(incoming.channel_id):
             try:
                 if resumed and incoming.slack_ts:
@@ -137,13 +129,14 @@ class Conversations:
         approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
+        on_done: DoneSink | None = None,
         resumed: bool = False,
     ) -> Reply | None:
         """Go on with a stopped turn: one paused for approval (its pending calls decided
         in ``decisions``) or one that hit the round cap (another MAX_TOOL_ROUNDS). None when
         it is not stopped any more (e.g. a second press) or is unknown. ``resumed``: a
         process died while it went on; it goes on from its journal."""
-        hooks = Hooks(approver, on_progress, on_text)
+        hooks = Hooks(approver, on_progress, on_text, on_done=on_done)
         with telemetry.turn(None, turn_id):
             try:
                 record = await self.turns.get(turn_id)
@@ -188,7 +181,9 @@ class Conversations:
     async def expire_approvals(self) -> list[TurnRecord]:
         """Approval requests unanswered for longer than the timeout expire; returned with
         their state, so the shell can say so where it asked."""
-        return await self.turns.expire(utcnow() - self.approval_timeout)
+        expired = await self.turns.expire(utcnow() - self.approval_timeout)
+        telemetry.turns_expired(len(expired))
+        return expired
 
     def describe(self, call: ToolCall) -> str:
         """What ``call`` does, in words for people ("Looking up TASK-1 in Jira")."""
@@ -228,11 +223,8 @@ class Conversations:
         None when it may go on."""
         if self.per_person is None:
             return None
-        try:
-            await self.per_person.admit(incoming.user_id)
-        except TurnRefused as refused:
-            return TurnResult(outcome=Outcome.ERROR, error=refused)
-        return None
+        refused = await self.per_person.refusal(incoming.user_id)
+        return None if refused is None else TurnResult(outcome=Outcome.ERROR, error=refused)
 
     async def _found_again(self, record: TurnRecord, hooks: Hooks) -> Reply:
         """The turn of a message taken on again: it goes on if it was cut short, else its
@@ -251,6 +243,7 @@ class Conversations:
         if paused and self._expired(record):
             record.outcome, record.state = Outcome.EXPIRED, record.state.with_(decisions={})
             await self.turns.finish(OpenTurn(record.id, record.channel_id, None), record, [])
+            telemetry.turns_expired(1)
             return Reply(APPROVAL_EXPIRED, ok=False, outcome=Outcome.EXPIRED, turn_id=record.id)
         if paused:
             await self._tools_for(record.state.pending)

@@ -27,12 +27,14 @@ from bot.agent.window import select_window
 from bot.errors import ModelError, ModelTimeout
 from bot.llm.base import ChatModel, TextSink
 from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall, ToolSpec, Usage
-from bot.tools.base import ToolRegistry, error_result
+from bot.tools.base import ToolRegistry, error_result, is_error_result
 
 log = logging.getLogger(__name__)
 
 #: told what the turn is doing: the calls about to run (progress signs in Slack)
 ProgressSink = Callable[[Sequence[ToolCall]], Awaitable[None]]
+#: told each call's end as it comes: the call, and whether it failed (an error result)
+DoneSink = Callable[[ToolCall, bool], Awaitable[None]]
 #: stores the turn's new messages, before the tool calls they end with run
 JournalSink = Callable[[Sequence[Message]], Awaitable[None]]
 
@@ -80,6 +82,7 @@ class Hooks:
     on_progress: ProgressSink | None = None
     on_text: TextSink | None = None
     journal: JournalSink | None = None
+    on_done: DoneSink | None = None
 
 
 @dataclass
@@ -144,11 +147,10 @@ class Loop:
         recovering: bool = False,
     ) -> TurnResult:
         """Go on with a turn from its ``journal`` (everything stored of it, after the older
-        ``history``): first the calls
-        of ``unfinished`` (an assistant message whose calls have no results yet), as
-        ``decisions`` say, then as ``run`` would. ``recovering``: the calls may have been
-        sent before a crash, so a write is looked up by its marker, never sent again.
-        ``prior`` carries the rounds, tools and usage so far."""
+        ``history``): first the calls of ``unfinished`` (an assistant message whose calls
+        have no results yet), as ``decisions`` say, then as ``run`` would. ``recovering``:
+        the calls may have been sent before a crash, so a write is looked up by its marker,
+        never sent again. ``prior`` carries the rounds, tools and usage so far."""
         result = dataclasses.replace(prior, outcome=Outcome.RUNNING, messages=[], journaled=0)
         conversation = Conversation(list(history), list(journal))
 
@@ -278,7 +280,13 @@ class Loop:
                 return await self.registry.recover(call)
             return await self.registry.run(call)
 
-        outputs = await asyncio.gather(*(outcome(call) for call in calls))
+        async def told(call: ToolCall) -> str:
+            output = await outcome(call)
+            if hooks.on_done is not None:
+                await hooks.on_done(call, is_error_result(output))
+            return output
+
+        outputs = await asyncio.gather(*(told(call) for call in calls))
         results = [_counted(Message.tool_result(c, o)) for c, o in zip(calls, outputs, strict=True)]
         conversation.turn += [assistant, *results]
         result.rounds += 1

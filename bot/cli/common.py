@@ -17,7 +17,6 @@ from bot.errors import BotError
 from bot.logs import configure_logging
 from bot.store import migrate
 from bot.store.db import create_engine
-from bot.telemetry import configure_tracing
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +29,12 @@ def settings_for(*required: str, log_level: str | None = None) -> Settings:
     settings = load_settings()
     settings.require(*required)
     configure_logging(log_level or settings.LOG_LEVEL, settings.LOG_FORMAT)
-    configure_tracing(settings)
+    if settings.OTEL_EXPORTER_OTLP_ENDPOINT:
+        # loaded only then: the metrics and tracing modules cost a command that runs no turn
+        # (history, crm) a tenth of a second
+        from bot.telemetry import configure_tracing
+
+        configure_tracing(settings)
     return settings
 
 

@@ -41,7 +41,7 @@ from bot.jobs import Job, ShuttingDown
 from bot.jobs.runner import Jobs
 from bot.logs import log_context
 from bot.slack import listeners
-from bot.slack.approvals import BUTTONS
+from bot.slack.cards import PRESSES
 from bot.slack.events import change_from, is_ignored, press_from, question_from
 from bot.slack.poster import NoDoublePostRetryHandler
 from bot.slack.worker import Worker
@@ -99,7 +99,10 @@ def build_slack_app(
     bolt_logger = logging.getLogger("slack_bolt")
     bolt_logger.addFilter(_TOKEN_IN_CLIENT)
     app = AsyncApp(
-        name="bot",
+        # Bolt names a logger after the app, at the first request, and gives it the base
+        # logger's level: named "bot", that was every bot.* logger's parent, and their INFO
+        # lines stopped there
+        name="slack_bolt.app",
         logger=bolt_logger,
         # a client without a token: Bolt gives each request a copy with identity's token
         client=AsyncWebClient(
@@ -175,7 +178,8 @@ class IgnoreUnwanted(AsyncMiddleware):
         if is_ignored(event, context.bot_user_id):
             return BoltResponse(status=200, body="")
         event_id = body.get("event_id")
-        question = question_from(event, context.bot_user_id, self.home_team)
+        home_team = self.home_team or body.get("team_id")
+        question = question_from(event, context.bot_user_id, home_team)
         change = change_from(event, context.bot_user_id)
         context["question"] = question
         if question is not None:
@@ -187,11 +191,11 @@ class IgnoreUnwanted(AsyncMiddleware):
     async def _press(self, req: AsyncBoltRequest, next: Next) -> BoltResponse | None:
         actions = req.body.get("actions")
         ours = isinstance(actions, list) and any(
-            isinstance(a, dict) and a.get("action_id") in BUTTONS for a in actions
+            isinstance(a, dict) and a.get("action_id") in PRESSES for a in actions
         )
         if not ours:
             return await next()
-        press = press_from(req.body, BUTTONS, self.home_team)
+        press = press_from(req.body, PRESSES, self.home_team)
         if press is None:
             log.warning("ignored a press of the bot's button with a malformed payload")
             return BoltResponse(status=200, body="")

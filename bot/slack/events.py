@@ -16,6 +16,8 @@ from typing import Any
 
 from bot.agent.conversations import Incoming
 from bot.jobs import Job
+from bot.messages import NEGATIVE, POSITIVE
+from bot.slack.cards import FEEDBACK
 
 #: a person's message with an attachment still asks something; other subtypes never do
 ANSWERED_SUBTYPES = frozenset({None, "file_share"})
@@ -53,6 +55,8 @@ class Question:
     pane: bool = False
     #: asked by someone of another workspace (a shared channel): no write runs for them
     external: bool = False
+    #: the asker's team (a stream in a channel is for them: recipient_team_id)
+    team_id: str | None = None
 
     @property
     def channel(self) -> str:
@@ -77,13 +81,20 @@ class Question:
             "thread_ts": self.thread_ts,
             "pane": self.pane,
             "external": self.external,
+            "team": self.team_id,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Question:
         incoming = Incoming(data["channel"], data["text"], data["user"], data["ts"])
         external = bool(data.get("external"))  # a claim kept before there was the flag: no
-        return cls(incoming, data["thread_ts"], pane=data["pane"], external=external)
+        return cls(
+            incoming,
+            data["thread_ts"],
+            pane=data["pane"],
+            external=external,
+            team_id=data.get("team"),
+        )
 
     def job(self, event_id: str | None) -> Job:
         return Job(self.channel, self.ts, QUESTION, self.to_dict(), event_id)
@@ -114,7 +125,8 @@ def question_from(
     pane = in_dm and event.get("thread_ts") is not None
     # Slack names the asker's own workspace in user_team (team in older events)
     team = event.get("user_team") or event.get("team")
-    return Question(incoming, thread_ts, pane=pane, external=is_external(team, home_team))
+    external = is_external(team, home_team)
+    return Question(incoming, thread_ts, pane=pane, external=external, team_id=team or home_team)
 
 
 @dataclass(frozen=True)
@@ -194,8 +206,10 @@ def change_of(payload: dict[str, Any]) -> Deletion | Edit:
 @dataclass(frozen=True)
 class Press:
     """A button of the bot's pressed: ``action`` on turn ``turn_id`` by ``user`` at
-    ``action_ts``, in ``channel``. Where the press says the button was (its message) is
-    not kept: only the card recorded for the turn is ever edited."""
+    ``action_ts``, in ``channel`` (in thread ``thread_ts``, if the press says so);
+    ``verdict`` is a feedback button's (positive or negative). Where the press says the
+    button was (its message) is not kept: only the card recorded for the turn is ever
+    edited."""
 
     action: str
     turn_id: int
@@ -204,6 +218,8 @@ class Press:
     action_ts: str
     #: pressed by someone of another workspace (a shared channel)
     external: bool = False
+    verdict: str | None = None
+    thread_ts: str | None = None
 
     def job(self) -> Job:
         return Job(self.channel, self.action_ts, PRESS, dataclasses.asdict(self))
@@ -231,16 +247,26 @@ def press_from(
         action.get("action_ts"),
     )
     user_id, channel = user.get("id"), container.get("channel_id")
+    thread_ts = container.get("thread_ts")
     if action_id not in action_ids or not all(
         isinstance(x, str) and x for x in (value, action_ts, user_id, channel)
     ):
         return None
-    if not (value.isascii() and value.isdigit() and len(value) <= TURN_ID_DIGITS):
+    if not (_ts(action_ts) and (thread_ts is None or _ts(thread_ts))):
         return None
-    if not _TS.match(action_ts):
+    verdict, _, turn_id = value.rpartition(":") if action_id == FEEDBACK else ("", "", value)
+    if action_id == FEEDBACK and verdict not in (POSITIVE, NEGATIVE):
+        return None
+    if not (turn_id.isascii() and turn_id.isdigit() and len(turn_id) <= TURN_ID_DIGITS):
         return None
     external = is_external(user.get("team_id"), home_team)
-    return Press(action_id, int(value), user_id, channel, action_ts, external)
+    return Press(
+        action_id, int(turn_id), user_id, channel, action_ts, external, verdict or None, thread_ts
+    )
+
+
+def _ts(value: Any) -> bool:
+    return isinstance(value, str) and _TS.fullmatch(value) is not None
 
 
 def is_external(team: object, home_team: str | None) -> bool:

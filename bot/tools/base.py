@@ -370,6 +370,17 @@ def error_result(message: str) -> str:
     return json.dumps({"error": message}, ensure_ascii=False)
 
 
+def is_error_result(output: str) -> bool:
+    """Whether a call's result says it failed (``{"error": ...}``)."""
+    if not output.startswith('{"error"'):
+        return False
+    try:
+        value = json.loads(output)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(value, dict) and set(value) == {"error"}
+
+
 async def _invoke(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     if inspect.iscoroutinefunction(function):
         return await function(**kwargs)

@@ -31,7 +31,7 @@ from bot.errors import StoreError
 from bot.messages import SessionSummary, iso
 from bot.web.access import Admin, Auth, SecurityHeaders, mount_root, safe_next
 from bot.web.throttle import LoginThrottle, Throttled
-from bot.web.transcript import PROBLEM_OUTCOMES, transcript
+from bot.web.transcript import PROBLEM_OUTCOMES, Section, disliked, transcript
 
 SEARCH_MAX_CHARS = 200
 
@@ -193,6 +193,9 @@ class AdminSite:
         order = query.get("order") if query.get("order") in ("asc", "desc") else None
         order = order or _SORTS[sort].default_order
         summaries = await self.sessions.summaries()
+        disliked_only = query.get("feedback") == "negative"
+        if disliked_only:
+            summaries = [s for s in summaries if s.negative]
         if search:
             summaries = await self._search(summaries, search)
         summaries.sort(key=_SORTS[sort].key, reverse=order == "desc")
@@ -206,6 +209,7 @@ class AdminSite:
             order=order,
             columns=_columns(sort, order, search),
             deleted=query.get("deleted"),
+            disliked_only=disliked_only,
         )
 
     async def _search(self, summaries: list[SessionSummary], text: str) -> list[SessionSummary]:
@@ -226,8 +230,9 @@ class AdminSite:
         if not await self.sessions.exists(channel):
             return self.message(request, admin, "No stored session for that channel.", 404)
         messages, turns = await self.sessions.read(channel)
-        problems_only = request.query_params.get("turns") == "problems"
-        sections = [s for s in transcript(messages, turns) if not problems_only or s.is_problem]
+        shown = request.query_params.get("turns")
+        shown = shown if shown in _TURN_FILTERS else "all"
+        sections = [s for s in transcript(messages, turns) if _TURN_FILTERS[shown](s)]
         return self.render(
             request,
             admin,
@@ -236,7 +241,8 @@ class AdminSite:
             message_count=len(messages),
             turns=turns,
             problem_count=sum(turn.outcome in PROBLEM_OUTCOMES for turn in turns),
-            problems_only=problems_only,
+            disliked_count=sum(disliked(turn) for turn in turns),
+            shown=shown,
             sections=sections,
         )
 
@@ -286,6 +292,14 @@ class AdminSite:
         if not await self.sessions.exists(channel):
             return JSONResponse({"error": "no stored session for that channel"}, 404)
         return JSONResponse(await self.sessions.document(channel))
+
+
+#: the session page's filters of its turns (``?turns=``)
+_TURN_FILTERS: dict[str, Callable[[Section], bool]] = {
+    "all": lambda section: True,
+    "problems": lambda section: section.is_problem,
+    "negative": lambda section: section.turn is not None and disliked(section.turn),
+}
 
 
 # -- sorting the sessions list -------------------------------------------------------------

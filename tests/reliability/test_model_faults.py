@@ -11,6 +11,8 @@ import time
 import pytest
 
 from bot.agent.conversations import Incoming
+from bot.agent.loop import PAUSE, RUN
+from bot.tools.base import tool
 from tests.fakes.openai_server import Fail, FakeOpenAI, Hang, Reply, ToolUse
 from tests.stored_turns import history
 
@@ -132,6 +134,43 @@ async def test_context_too_long_after_a_tool_round_trims_history_and_goes_on(
         "assistant",
     ]
     assert (await history(services).turns("C1"))[-1].outcome == "answered"
+
+
+async def test_context_too_long_when_an_approved_turn_goes_on_trims_its_history(
+    make_services, fake_openai: FakeOpenAI
+) -> None:
+    """A turn paused for approval, approved, then too long -> its older history leaves the
+    request, its question and its approved round stay -> answered, the write ran once."""
+    services = make_services(HISTORY_TOKEN_BUDGET=2000)
+    await _long_history(services, fake_openai)
+    created: list[str] = []
+
+    class Tickets:
+        @tool(writes=True)
+        def create_ticket(self, summary: str) -> dict[str, str]:
+            """Create a ticket."""
+            created.append(summary)
+            return {"key": "TASK-1"}
+
+    async def pause(call):  # type: ignore[no-untyped-def]
+        return PAUSE
+
+    services.registry.add_object(Tickets())
+    fake_openai.script(
+        ToolUse("create_ticket", {"summary": "x"}, "w1"),
+        Fail(400, code="context_length_exceeded"),
+        Reply(text="Created TASK-1."),
+    )
+    paused = await services.conversations.handle(
+        Incoming("C1", "open a ticket", "U1"), approver=pause
+    )
+
+    reply = await services.conversations.resume(paused.turn_id, {"w1": RUN})
+
+    assert reply is not None and reply.text == "Created TASK-1." and created == ["x"]
+    _, too_long, retried = fake_openai.requests
+    assert len(_sent(retried)) < len(_sent(too_long))
+    assert _sent(retried)[-3:] == _sent(too_long)[-3:]
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])

@@ -17,7 +17,7 @@ import pytest
 from bot.agent.conversations import Incoming
 from bot.agent.loop import PAUSE, RUN
 from bot.tools.base import tool
-from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
+from tests.fakes.openai_server import FakeOpenAI, Raw, Reply, Request, ToolUse
 from tests.stored_turns import history
 
 ENCRYPTED = ["reasoning.encrypted_content"]
@@ -161,3 +161,30 @@ async def test_chat_completions_mode_is_unaffected(make_services, fake_openai: F
         "assistant",
         "tool",
     ]
+
+
+async def test_reasoning_without_encrypted_content_is_not_sent_back(
+    make_services, fake_openai: FakeOpenAI
+) -> None:
+    """A server that gives reasoning without its encrypted content (it ignored the include):
+    sending it back under store=false would be refused, so the calls go back bare."""
+    services = make_services(LLM_API="responses")
+    call = {
+        "id": "fc_1",
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "get_current_time",
+        "arguments": "{}",
+    }
+    reasoning = {"id": "rs_1", "type": "reasoning", "summary": []}
+    fake_openai.script(Raw({"status": "completed", "output": [reasoning, call]}), "Noon.")
+
+    assert (await ask(services, "what time is it?")).text == "Noon."
+
+    after = fake_openai.requests[-1]
+    assert after.status == 200 and kinds(after) == [
+        "message",
+        "function_call",
+        "function_call_output",
+    ]
+    assert "id" not in after.body["input"][1]

@@ -162,6 +162,8 @@ def start_bot(
                 "OPENAI_BASE_URL": fake_openai.base_url,
                 "ADMIN_TOKEN": None,
                 "MCP_CONFIG": None,  # none from the developer's shell
+                # these scenarios read posted answers; test_streaming streams (the default)
+                "STREAM_ANSWERS": "off",
                 **overrides,
             }
         )

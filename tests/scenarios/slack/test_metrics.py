@@ -14,8 +14,10 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import Fail, FakeOpenAI, Reply, Request, ToolUse
 from tests.fakes.slack_server import FakeSlack
+from tests.scenarios.slack.agent_helpers import jira_settings, posted_card, script_ticket_flow
 from tests.scenarios.slack.conftest import Clock, RunningBot, mention, turn_finished
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -189,3 +191,30 @@ async def test_the_example_dashboard_queries_only_series_the_bot_serves(
     for name in queried:
         base = re.sub(r"_(bucket|sum|count)$", "", name)
         assert name in declared or declared.get(base) == "histogram", name
+
+
+async def test_a_write_waiting_for_approval_then_expiring_is_counted_each_time(
+    start_bot: Callable[..., RunningBot],
+    fake_slack: FakeSlack,
+    fake_openai: FakeOpenAI,
+    fake_jira: FakeJira,
+    clock: Clock,
+) -> None:
+    bot = start_bot(**jira_settings(fake_jira, METRICS_TOKEN=TOKEN, APPROVAL_TIMEOUT_S=0.5))
+    before = await scrape(bot)
+    script_ticket_flow(fake_openai)
+
+    await bot.send(mention("C1", clock.ts(), "open a ticket for Ana"))
+    await fake_slack.wait_for(lambda s: posted_card(s, "C1") is not None, timeout=10)
+    card = posted_card(fake_slack, "C1")
+    assert card is not None
+
+    def expired(slack: FakeSlack) -> bool:
+        message = next(m for m in slack.messages("C1") if m["ts"] == card["ts"])
+        return "expired" in json.dumps(message["blocks"])
+
+    await fake_slack.wait_for(expired, timeout=5)
+    after = await scrape(bot)
+    for outcome in ("awaiting_approval", "expired"):
+        counted = value(after, "bot_turns_total", outcome=outcome)
+        assert counted - value(before, "bot_turns_total", outcome=outcome) == 1, outcome

@@ -4,8 +4,8 @@ A browser's login to the admin pages is a row here, so that logging out, or a ne
 ADMIN_TOKEN, ends it at once in every process (the signed cookie alone stayed valid for
 12 hours). Cookies issued before the upgrade name no row: their holders log in again.
 
-Revision ID: 0006
-Revises: 0005
+Revision ID: 0007
+Revises: 0006
 Create Date: 2026-12-01 13:30:00.000000
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0006"
-down_revision: str | None = "0005"
+revision: str = "0007"
+down_revision: str | None = "0006"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
