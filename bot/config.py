@@ -45,7 +45,10 @@ _HINTS = {
     "FILE_TEXT_TOKENS": "a whole number of tokens, e.g. 8000",
     "HOST": "0.0.0.0 (every interface), 127.0.0.1, :: or a host name",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR",
+    "ADMIN_TOKEN": "a random string of at least 32 characters (`openssl rand -hex 32` makes one)",
 }
+#: an admin token short enough to guess is refused at start-up
+ADMIN_TOKEN_MIN_CHARS = 32
 
 
 _HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*")
@@ -200,6 +203,13 @@ class Settings(BaseSettings):
             return json.loads(value)
         except ValueError:
             raise ValueError("not valid JSON") from None
+
+    @field_validator("ADMIN_TOKEN")
+    @classmethod
+    def _long_enough(cls, value: str | None) -> str | None:
+        if value is not None and len(value) < ADMIN_TOKEN_MIN_CHARS:
+            raise ValueError(f"shorter than {ADMIN_TOKEN_MIN_CHARS} characters")
+        return value
 
     @field_validator("LOG_LEVEL", mode="before")
     @classmethod

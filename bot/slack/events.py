@@ -33,6 +33,9 @@ ID_CHARS = 64
 #: a message event's fields the bot reads, and what each must be when present
 _ID_FIELDS = ("type", "subtype", "channel", "channel_type", "user", "bot_id", "team")
 _TS_FIELDS = ("ts", "thread_ts", "event_ts", "deleted_ts")
+#: fields of any request that Bolt reads as an ID or an object holding one
+_ENVELOPE_REFERENCES = ("team", "enterprise", "user", "channel", "container", "view")
+_ACTION_IDS = ("action_id", "block_id", "type")
 
 
 @dataclass(frozen=True)
@@ -320,9 +323,12 @@ def is_external(team: object, home_team: str | None) -> bool:
 
 
 def malformed(body: dict[str, Any]) -> str | None:
-    """Why a signed request cannot be an event the bot handles (a field missing or of the
-    wrong type; no value named), or None. A message or mention is checked field by field
-    here, before any rule above or Bolt reads it; other events are for Bolt's listeners."""
+    """Why a signed request cannot be one the bot handles (a field missing or of the
+    wrong type; no value named), or None. Checked before Bolt reads the request: Bolt
+    raises on an envelope field of the wrong type, and the rules above on a message's.
+    Events other than messages and mentions are for Bolt's listeners."""
+    if problem := _odd_envelope(body):
+        return problem
     if body.get("type") != "event_callback":
         return None
     event, event_id = body.get("event"), body.get("event_id")
@@ -345,6 +351,30 @@ def malformed(body: dict[str, Any]) -> str | None:
         if problem := _odd_fields(inner, f"event.{name}"):
             return problem
     return None
+
+
+def _odd_envelope(body: dict[str, Any]) -> str | None:
+    """What Bolt reads of every request (who, where, which button) in the wrong shape."""
+    for name in _ENVELOPE_REFERENCES:
+        if body.get(name) is not None and not isinstance(body[name], str | dict):
+            return f"{name} is neither an ID nor an object"
+    if not _objects(body.get("authorizations"), optional=True):
+        return "authorizations is not a list of objects"
+    if body.get("type") in ("block_actions", "interactive_message"):
+        actions = body.get("actions")
+        if not (_objects(actions, optional=False) and actions):
+            return "actions is not a list of actions"
+        for action in actions:
+            if any(action.get(k) is not None and not _is_id(action[k]) for k in _ACTION_IDS):
+                return "an action's action_id, block_id or type is not an ID"
+    return None
+
+
+def _objects(value: object, *, optional: bool) -> bool:
+    """A list of objects (or, if ``optional``, nothing)."""
+    if value is None:
+        return optional
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
 
 
 def _odd_fields(message: dict[str, Any], where: str) -> str | None:
