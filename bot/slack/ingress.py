@@ -8,7 +8,7 @@ In this order, so that a stranger's request costs little and leaves one log line
    five minutes off (401). Nothing is decoded or parsed before this;
 3. only then the body is read as Slack sends it (JSON, or a form carrying ``payload``); a
    signed one the bot does not handle (not an object, or an event whose fields are not
-   what Slack sends: bot.slack.events.malformed) is acknowledged with 200 and dropped, so
+   what Slack sends: bot.slack.shapes.malformed) is acknowledged with 200 and dropped, so
    that Slack does not send it again.
 
 The refusal's log line names the method, the path, the size and the reason; never the body.
@@ -38,7 +38,7 @@ from slack_sdk.socket_mode.response import SocketModeResponse
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from bot.slack.events import malformed
+from bot.slack.shapes import malformed
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ async def handle(request: Request, app: AsyncApp, secret: bytes) -> Response:
 
 
 class CheckedSocketModeHandler(AsyncSocketModeHandler):
-    """Bolt's Socket Mode handler, after bot.slack.events.malformed has let the envelope by."""
+    """Bolt's Socket Mode handler, after bot.slack.shapes.malformed has let the envelope by."""
 
     async def handle(  # type: ignore[override]
         self, client: AsyncBaseSocketModeClient, req: SocketModeRequest
