@@ -1,8 +1,7 @@
-"""Conversations: one turn of a channel's session, from the incoming message to the
-stored answer, journaled as it goes so that it can be resumed. Every shell (Slack, CLI)
-goes through ``handle``, and ``resume`` for a turn that stopped for a person (an approval,
-or Continue after the round cap). The caller holds the channel (bot.jobs): turns of one
-channel run one at a time."""
+"""Conversations: one turn of a channel's session, from the incoming message to the stored
+answer, journaled as it goes so that it can be resumed. Every shell goes through ``handle``,
+and ``resume`` for a turn that stopped for a person (an approval, or Continue after the
+round cap). The caller holds the channel (bot.jobs): its turns run one at a time."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from bot.agent.limits import PerPerson
 from bot.agent.loop import Approver, Hooks, Loop, ProgressSink, TurnResult
 from bot.agent.tokens import count_message
 from bot.agent.window import INTERRUPTED_RESULT, repair, select_window
-from bot.errors import StoreError, TurnRefused
+from bot.errors import StoreError
 from bot.llm.base import TextSink
 from bot.messages import (
     Decision,
@@ -165,10 +164,12 @@ class Conversations:
         tokens = count_message(Message.user(cleaned))
         return await self.history.edit_slack_message(channel_id, slack_ts, cleaned, tokens)
 
-    async def delete(self, channel_id: str, slack_ts: str) -> int:
-        """A message (``slack_ts``) deleted where it was asked leaves the stored history.
-        How many stored messages went. Raises StoreError."""
-        return await self.history.delete_slack_message(channel_id, slack_ts)
+    async def delete(self, channel_id: str, slack_ts: str) -> tuple[int, list[TurnRecord]]:
+        """A message (``slack_ts``) deleted where it was asked leaves the stored history, and
+        a stopped turn it asked expires, its state keeping nothing made of it. How many stored
+        messages went, and those turns (their cards come down). Raises StoreError."""
+        deleted = await self.history.delete_slack_message(channel_id, slack_ts)
+        return deleted, await self.turns.withdraw(channel_id, slack_ts)
 
     # -- what the shells read and record of a turn ---------------------------------------
 
@@ -213,7 +214,11 @@ class Conversations:
         record.id = begun.turn.id
         hooks = self._journaled(hooks, begun.turn)
         history = select_window(begun.recent, self.token_budget)
-        result = await self._refused(incoming) or await self.loop.run(history, begun.user, hooks)
+        refused = await self.per_person.refusal(incoming.user_id) if self.per_person else None
+        if refused is not None:  # stored, not answered: the person reads why
+            result = TurnResult(outcome=Outcome.ERROR, error=refused)
+        else:
+            result = await self.loop.run(history, begun.user, hooks)
         if result.error and result.error.kind == "context_length" and not result.messages:
             # the estimate was too generous for this model: once more with a quarter of it
             log.warning(
@@ -222,17 +227,6 @@ class Conversations:
             history = select_window(begun.recent, self.token_budget // 4)
             result = await self.loop.run(history, begun.user, hooks)
         return await self._store(begun.turn, record, result, started)
-
-    async def _refused(self, incoming: Incoming) -> TurnResult | None:
-        """The result of a new turn its person may not have now (stored, not answered);
-        None when it may go on."""
-        if self.per_person is None:
-            return None
-        try:
-            await self.per_person.admit(incoming.user_id)
-        except TurnRefused as refused:
-            return TurnResult(outcome=Outcome.ERROR, error=refused)
-        return None
 
     async def _found_again(self, record: TurnRecord, hooks: Hooks) -> Reply:
         """The turn of a message taken on again: it goes on if it was cut short, else its

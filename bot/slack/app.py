@@ -143,7 +143,7 @@ class IgnoreUnwanted(AsyncMiddleware):
             return BoltResponse(status=200, body="")
         event_id = body.get("event_id")
         question = question_from(event, context.bot_user_id, self.home_team)
-        change = change_from(event, context.bot_user_id)
+        change = change_from(event, context.bot_user_id, body.get("event_time"))
         context["question"] = question
         if question is not None:
             context["job"] = question.job(event_id)

@@ -36,6 +36,9 @@ def test_the_manifest_asks_only_for_what_the_bot_uses() -> None:
         # the workspace took the bot out: it stops posting there
         "app_uninstalled",
         "tokens_revoked",
+        # a deleted channel is forgotten whole
+        "channel_deleted",
+        "group_deleted",
         # a mention's deletion or edit reaches the bot only through these
         "message.channels",
         "message.groups",
