@@ -125,7 +125,7 @@ class Worker:
 
     async def _follow(self, job: Job) -> bool:
         change = change_of(job.payload)
-        what = "channel" if isinstance(change, ChannelGone) else f"message {job.key} in"
+        what = "channel" if isinstance(change, ChannelGone) else f"message {change.ts} in"
         done = "edited" if isinstance(change, Edit) else "deleted"
         try:
             changed = await self._change(change)
