@@ -243,6 +243,8 @@ def start_bot(args: argparse.Namespace, slack: FakeSlack, openai: FakeOpenAI, po
         # every mention is U1's, many at once: the load, not the limits, is measured
         "RATE_LIMIT_PER_USER": "0",
         "MAX_CONCURRENT_TURNS": "10000",
+        # answers posted, as before streaming: figures comparable across versions
+        "STREAM_ANSWERS": "off",
     }
     env.pop("SLACK_APP_TOKEN", None)
     command = [sys.executable, "-m", "bot", "run", "--http", "--port", str(port)]

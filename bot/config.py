@@ -27,6 +27,8 @@ _HINTS = {
     "LOG_FORMAT": "text or json",
     "WRITE_APPROVAL": "on or off",
     "STREAM_ANSWERS": "on or off",
+    "OTEL_CAPTURE_CONTENT": "on or off",
+    "OTEL_EXPORTER_OTLP_ENDPOINT": "your OTLP/HTTP collector, e.g. http://127.0.0.1:4318",
     "JIRA_URL": "your Jira base URL, e.g. https://example.atlassian.net",
     "MCP_CONFIG": "the path of a JSON file in the mcpServers format",
     "MAX_TOOL_ROUNDS": "a whole number from 1 to 50",
@@ -157,22 +159,31 @@ class Settings(BaseSettings):
     """HTTP port of the Events API endpoint, /healthz and /admin."""
     ADMIN_TOKEN: str | None = None
     """Enables /admin; unset = /admin answers 404."""
+    METRICS_TOKEN: str | None = None
+    """Bearer token for /metrics; ADMIN_TOKEN when unset; neither = /metrics answers 404."""
     ADMIN_SLACK_USERS: Annotated[list[str], NoDecode] = Field(default_factory=list)
     """Comma list of Slack user IDs who may approve any write."""
     WRITE_APPROVAL: bool = True
     """on: a writing tool waits for the requester's approval; off: it runs at once."""
     APPROVAL_TIMEOUT_S: float = Field(86400, gt=0)
     """An unanswered approval request expires after this."""
-    STREAM_ANSWERS: bool = False
-    """on: the answer appears in Slack as the model writes it."""
+    STREAM_ANSWERS: bool = True
+    """on: the answer is streamed with Slack's streaming methods as the model writes it,
+    each tool call a step of it; off: steps in a live message, the answer posted when done."""
+    OTEL_EXPORTER_OTLP_ENDPOINT: str | None = None
+    """OTLP/HTTP collector base URL (traces go to its /v1/traces); unset = no tracing."""
+    OTEL_SERVICE_NAME: str = "bot"
+    """The service name traces carry."""
+    OTEL_CAPTURE_CONTENT: bool = False
+    """on: spans carry message text, tool arguments and results; off: ids, counts, names."""
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Log level."""
     LOG_FORMAT: Literal["text", "json"] = "text"
     """text, or json for one JSON object a line."""
 
-    _normalise_flags = field_validator("WRITE_APPROVAL", "STREAM_ANSWERS", mode="before")(
-        lambda cls, v: _on_off(v)
-    )
+    _normalise_flags = field_validator(
+        "WRITE_APPROVAL", "STREAM_ANSWERS", "OTEL_CAPTURE_CONTENT", mode="before"
+    )(lambda cls, v: _on_off(v))
     _normalise_lists = field_validator("JIRA_ALLOWED_PROJECTS", "ADMIN_SLACK_USERS", mode="before")(
         lambda cls, v: _comma_list(v)
     )

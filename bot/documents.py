@@ -33,6 +33,25 @@ CSV_COLUMNS = (
     "edited_at",
 )
 
+#: ``history export --turns --format csv``: one row a turn
+TURN_CSV_COLUMNS = (
+    "channel_id",
+    "id",
+    "slack_ts",
+    "user_id",
+    "started_at",
+    "outcome",
+    "rounds",
+    "tools",
+    "tokens_in",
+    "tokens_out",
+    "latency_ms",
+    "feedback",
+    "model",
+    "api_mode",
+    "error",
+)
+
 
 def session_list(summaries: Iterable[SessionSummary]) -> list[dict[str, Any]]:
     """``history list --json``: one entry per session; ``name`` only when it is known."""
@@ -44,6 +63,7 @@ def session_list(summaries: Iterable[SessionSummary]) -> list[dict[str, Any]]:
         entry["messages"] = summary.messages
         entry["turns"] = summary.turns
         entry["last_activity"] = iso(summary.last_activity) if summary.last_activity else None
+        entry["feedback"] = {"positive": summary.positive, "negative": summary.negative}
         documents.append(entry)
     return documents
 
@@ -51,12 +71,41 @@ def session_list(summaries: Iterable[SessionSummary]) -> list[dict[str, Any]]:
 def session_document(
     channel_id: str, messages: Sequence[Message], turns: Sequence[TurnRecord]
 ) -> dict[str, Any]:
-    """``history show --json``: the messages in order, then the turns' bookkeeping."""
+    """``history show --json`` (and the admin API's session): the messages in order, then
+    the turns, oldest first."""
     return {
         "channel_id": channel_id,
         "messages": [message.to_dict() for message in messages],
-        "turns": [turn.to_dict() for turn in turns],
+        "turns": [turn_document(turn) for turn in turns],
     }
+
+
+def turn_document(turn: TurnRecord) -> dict[str, Any]:
+    """One entry of a session's ``turns``: its bookkeeping and the feedback on its answer
+    (then, when known, why it failed, the model and when it started)."""
+    data: dict[str, Any] = {
+        "id": turn.id,
+        "slack_ts": turn.slack_ts,
+        "user_id": turn.user_id,
+        "outcome": str(turn.outcome),
+        "rounds": turn.rounds,
+        "tools": list(turn.tools_called),
+        "tokens_in": turn.input_tokens,
+        "tokens_out": turn.output_tokens,
+        "latency_ms": turn.latency_ms,
+        "feedback": [
+            {"user_id": given.user_id, "value": given.value, "at": iso(given.at)}
+            for given in turn.feedback
+        ],
+    }
+    extra = {
+        "error": turn.error,
+        "model": turn.model,
+        "api_mode": turn.api_mode,
+        "started_at": iso(turn.started_at) if turn.started_at else None,
+    }
+    data.update({key: value for key, value in extra.items() if value is not None})
+    return data
 
 
 def export_object(channel_id: str, message: Message) -> dict[str, Any]:
@@ -84,6 +133,24 @@ async def export_lines(
     yield _csv_line(CSV_COLUMNS)
     async for channel_id, message in messages:
         yield _csv_line(csv_row(channel_id, message))
+
+
+async def export_turn_lines(
+    turns: AsyncIterable[tuple[str, TurnRecord]], export_format: ExportFormat
+) -> AsyncIterator[str]:
+    """The turns' export as text lines, streamed: in JSONL each turn's document (as in
+    ``history show --json``) with its channel first; in CSV one row a turn, its tools and
+    feedback as JSON lists."""
+    if export_format == "csv":
+        yield _csv_line(TURN_CSV_COLUMNS)
+    async for channel_id, turn in turns:
+        data = {"channel_id": channel_id, **turn_document(turn)}
+        if export_format == "jsonl":
+            yield json.dumps(data, ensure_ascii=False) + "\n"
+            continue
+        for listed in ("tools", "feedback"):
+            data[listed] = json.dumps(data[listed], ensure_ascii=False)
+        yield _csv_line(["" if data.get(c) is None else str(data[c]) for c in TURN_CSV_COLUMNS])
 
 
 def pretty_json(text: str | None) -> str:

@@ -1,8 +1,9 @@
 """Logging set-up: text for people, one JSON object a line for machines, and the ids of what
 is being worked on (channel, turn, Slack event) on every line logged while working on it.
 
-    with log_context(channel="C0123", event_id="Ev01"):
+    with log_context(channel="C0123", event_id="Ev01", turn_id=None):
         ...  # every record logged here, and in the tasks started here, carries both ids
+        add_log_ids(turn_id=7)  # and from here on the turn's id, until the block ends
 
 A JSON line: ``{"time": "2026-12-01T10:00:00.123Z", "level": "INFO", "logger": "bot.x",
 "message": "...", "channel": "C0123", "event_id": "Ev01"}`` plus ``exception`` when there is
@@ -42,6 +43,19 @@ def log_context(**ids: object) -> Iterator[None]:
     finally:
         for var, token in reversed(tokens):
             var.reset(token)
+
+
+def add_log_ids(**ids: object) -> None:
+    """Put ``ids`` on every record logged from here on, until the enclosing log_context
+    that named them ends, or else the task (an id known only part-way, like a turn's once
+    it is stored; or a task's own, set at its start)."""
+    for name, value in ids.items():
+        _CURRENT[name].set(value)
+
+
+def current_log_id(name: str) -> object:
+    """The id ``name`` the current log_context puts on records, or None."""
+    return _CURRENT[name].get(None)
 
 
 class ContextIds(logging.Filter):

@@ -89,14 +89,23 @@ class Message:
     tokens: int = 0
     #: when a person last edited it where it was asked (a user message only)
     edited_at: datetime | None = None
+    #: an assistant message's items as the API gave them, to send back as they are within
+    #: the turn (the Responses API's reasoning items, with their encrypted content, and the
+    #: items they preceded); opaque, never stored, not part of the documents
+    replay: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def user(cls, text: str, *, user_id: str | None = None, slack_ts: str | None = None) -> Message:
         return cls(role="user", content=text, user_id=user_id, slack_ts=slack_ts)
 
     @classmethod
-    def assistant(cls, text: str | None, tool_calls: tuple[ToolCall, ...] = ()) -> Message:
-        return cls(role="assistant", content=text, tool_calls=tuple(tool_calls))
+    def assistant(
+        cls,
+        text: str | None,
+        tool_calls: tuple[ToolCall, ...] = (),
+        replay: tuple[dict[str, Any], ...] = (),
+    ) -> Message:
+        return cls(role="assistant", content=text, tool_calls=tuple(tool_calls), replay=replay)
 
     @classmethod
     def tool_result(cls, call: ToolCall, content: str) -> Message:
@@ -172,13 +181,15 @@ class Usage:
 class ModelReply:
     """One answer of the model: text, tool calls or both.
 
-    ``finish`` is ``"stop"``, ``"tool_calls"``, ``"length"`` (cut off) or ``"content_filter"``.
+    ``finish`` is ``"stop"``, ``"tool_calls"``, ``"length"`` (cut off) or ``"content_filter"``;
+    ``replay``: what the adapter needs sent back as it was (see ``Message.replay``).
     """
 
     content: str | None
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     finish: str = "stop"
+    replay: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +252,19 @@ class TurnState:
         return replace(self, **changes)
 
 
+#: the verdicts a person can give an answer
+POSITIVE, NEGATIVE = "positive", "negative"
+
+
+@dataclass(frozen=True, slots=True)
+class Feedback:
+    """One person's verdict on a turn's answer: ``positive`` or ``negative``, given ``at``."""
+
+    user_id: str
+    value: str
+    at: datetime
+
+
 @dataclass(slots=True)
 class TurnRecord:
     """One turn's bookkeeping, stored beside its messages."""
@@ -261,33 +285,13 @@ class TurnRecord:
     started_at: datetime | None = None
     #: a stopped turn's state; not part of the documents
     state: TurnState = field(default_factory=TurnState, repr=False)
+    #: what people said of its answer, one verdict each (read for review, never written here)
+    feedback: list[Feedback] = field(default_factory=list)
 
     @property
     def error_message(self) -> str:
         """What the person was told when the turn failed (``error`` is "kind: message")."""
         return (self.error or "").partition(": ")[2]
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "id": self.id,
-            "channel_id": self.channel_id,
-            "rounds": self.rounds,
-            "tools_called": list(self.tools_called),
-            "outcome": str(self.outcome),
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-        }
-        optional = {
-            "user_id": self.user_id,
-            "slack_ts": self.slack_ts,
-            "latency_ms": self.latency_ms,
-            "model": self.model,
-            "api_mode": self.api_mode,
-            "error": self.error,
-            "started_at": iso(self.started_at) if self.started_at else None,
-        }
-        data.update({k: v for k, v in optional.items() if v is not None})
-        return data
 
 
 @dataclass(frozen=True)
@@ -299,6 +303,9 @@ class SessionSummary:
     messages: int
     turns: int
     last_activity: datetime | None
+    #: feedback given on the session's answers: verdicts of each kind
+    positive: int = 0
+    negative: int = 0
 
 
 def utcnow() -> datetime:

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import openai
 
+from bot import telemetry
 from bot.agent.conversations import Conversations
 from bot.agent.limits import ModelSlots, PerPerson
 from bot.agent.loop import Loop
@@ -94,6 +95,7 @@ def build_registry(settings: Settings, engines: Engines | None = None) -> ToolRe
 def build_services(settings: Settings, *, model: ChatModel | None = None) -> Services:
     """Everything a shell needs, from the settings. ``model`` replaces the OpenAI one
     (benchmarks use an in-process model)."""
+    telemetry.capture_content(settings.OTEL_CAPTURE_CONTENT)
     engines = create_engines(settings.DATABASE_URL)
     windows = Windows()
     history = HistoryStore(engines, windows)

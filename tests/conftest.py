@@ -10,6 +10,11 @@ import os
 from collections.abc import Iterator
 
 import pytest
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON, Sampler
 
 from bot.store.migrate import upgrade
 from tests.postgres import fresh_database
@@ -47,6 +52,40 @@ def sqlite_url(tmp_path) -> str:  # type: ignore[no-untyped-def]
     url = f"sqlite:///{tmp_path / 'bot.db'}"
     upgrade(url)
     return url
+
+
+class _Switch(Sampler):
+    """Records spans only while a test asks for them (``spans``): the others make none."""
+
+    on = False
+
+    def should_sample(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return (ALWAYS_ON if self.on else ALWAYS_OFF).should_sample(*args, **kwargs)
+
+    def get_description(self) -> str:
+        return "on while a test records spans"
+
+
+@pytest.fixture(scope="session")
+def _tracing() -> tuple[InMemorySpanExporter, _Switch]:
+    # the process's one tracer provider (the API takes only one), as configure_tracing sets
+    # it up, but exporting to memory
+    exporter, switch = InMemorySpanExporter(), _Switch()
+    provider = TracerProvider(sampler=switch)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    trace.set_tracer_provider(provider)
+    return exporter, switch
+
+
+@pytest.fixture
+def spans(_tracing) -> Iterator[InMemorySpanExporter]:  # type: ignore[no-untyped-def]
+    """The spans this test's code ends, in memory (OpenTelemetry's own exporter)."""
+    exporter, switch = _tracing
+    exporter.clear()
+    switch.on = True
+    yield exporter
+    switch.on = False
+    exporter.clear()
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,8 @@
-"""Conversations: one turn of a channel's session, from the incoming message to the stored
-answer, journaled as it goes so that it can be resumed. Every shell goes through ``handle``,
-and ``resume`` for a turn that stopped for a person (an approval, or Continue after the
-round cap). The caller holds the channel (bot.jobs): its turns run one at a time."""
+"""Conversations: one turn of a channel's session, from the incoming message to the
+stored answer, journaled as it goes so that it can be resumed. Every shell (Slack, CLI)
+goes through ``handle``, and ``resume`` for a turn that stopped for a person (an approval,
+or Continue after the round cap). The caller holds the channel (bot.jobs): turns of one
+channel run one at a time."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
+from bot import telemetry
 from bot.agent.limits import PerPerson
-from bot.agent.loop import Approver, Hooks, Loop, ProgressSink, TurnResult
+from bot.agent.loop import Approver, DoneSink, Hooks, Loop, ProgressSink, TurnResult
 from bot.agent.tokens import count_message
 from bot.agent.window import INTERRUPTED_RESULT, repair, select_window
 from bot.errors import StoreError
@@ -106,24 +108,28 @@ class Conversations:
         approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
+        on_done: DoneSink | None = None,
         resumed: bool = False,
     ) -> Reply:
         """Answer one message. ``approver`` is asked before each writing call (none: writes
-        run at once); ``on_progress`` and ``on_text`` are told what the turn does and writes.
+        run at once); ``on_progress``, ``on_text`` and ``on_done`` are told what the turn
+        does, writes and finishes.
         ``resumed``: the message may have been taken on before (a process died answering
         it): its turn, if stored, goes on from its journal, or its stored reply is returned;
         the question is never stored twice. Never raises for model, tool or database
         failures: they become a failed Reply."""
-        hooks = Hooks(approver, on_progress, on_text)
-        try:
-            if resumed and incoming.slack_ts:
-                found = await self.turns.find(incoming.channel_id, incoming.slack_ts)
-                if found is not None:
-                    return await self._found_again(found, hooks)
-            return await self._turn(incoming, hooks)
-        except StoreError:
-            log.exception("turn in %s failed on the database", incoming.channel_id)
-            return Reply(STORE_FAILED, ok=False, outcome=Outcome.ERROR)
+        hooks = Hooks(approver, on_progress, on_text, on_done=on_done)
+        with telemetry.turn(incoming.channel_id):
+            try:
+                if resumed and incoming.slack_ts:
+                    found = await self.turns.find(incoming.channel_id, incoming.slack_ts)
+                    if found is not None:
+                        return await self._found_again(found, hooks)
+                return await self._turn(incoming, hooks)
+            except StoreError:
+                log.exception("turn in %s failed on the database", incoming.channel_id)
+                telemetry.turn_failed("database")
+                return Reply(STORE_FAILED, ok=False, outcome=Outcome.ERROR)
 
     async def resume(
         self,
@@ -133,28 +139,32 @@ class Conversations:
         approver: Approver | None = None,
         on_progress: ProgressSink | None = None,
         on_text: TextSink | None = None,
+        on_done: DoneSink | None = None,
         resumed: bool = False,
     ) -> Reply | None:
         """Go on with a stopped turn: one paused for approval (its pending calls decided
         in ``decisions``) or one that hit the round cap (another MAX_TOOL_ROUNDS). None when
         it is not stopped any more (e.g. a second press) or is unknown. ``resumed``: a
         process died while it went on; it goes on from its journal."""
-        hooks = Hooks(approver, on_progress, on_text)
-        try:
-            record = await self.turns.get(turn_id)
-            if record is None:
-                return None
-            if resumed and record.outcome == Outcome.RUNNING:
-                return await self._go_on_after_crash(record, hooks)
-            if record.outcome not in STOPPED:
-                return None
-            claimed = await self.turns.claim(turn_id, record.outcome, decisions)
-            if claimed is None:
-                return None
-            return await self._go_on_stopped(claimed, record.outcome, hooks)
-        except StoreError:
-            log.exception("resuming turn %s failed on the database", turn_id)
-            return Reply(STORE_FAILED, ok=False, outcome=Outcome.ERROR, turn_id=turn_id)
+        hooks = Hooks(approver, on_progress, on_text, on_done=on_done)
+        with telemetry.turn(None, turn_id):
+            try:
+                record = await self.turns.get(turn_id)
+                if record is None:
+                    return None
+                telemetry.turn_began(turn_id, record.channel_id)
+                if resumed and record.outcome == Outcome.RUNNING:
+                    return await self._go_on_after_crash(record, hooks)
+                if record.outcome not in STOPPED:
+                    return None
+                claimed = await self.turns.claim(turn_id, record.outcome, decisions)
+                if claimed is None:
+                    return None
+                return await self._go_on_stopped(claimed, record.outcome, hooks)
+            except StoreError:
+                log.exception("resuming turn %s failed on the database", turn_id)
+                telemetry.turn_failed("database")
+                return Reply(STORE_FAILED, ok=False, outcome=Outcome.ERROR, turn_id=turn_id)
 
     async def edit(self, channel_id: str, slack_ts: str, text: str) -> int:
         """A person edited a message (``slack_ts``) where it was asked: the stored one reads
@@ -183,7 +193,9 @@ class Conversations:
     async def expire_approvals(self) -> list[TurnRecord]:
         """Approval requests unanswered for longer than the timeout expire; returned with
         their state, so the shell can say so where it asked."""
-        return await self.turns.expire(utcnow() - self.approval_timeout)
+        expired = await self.turns.expire(utcnow() - self.approval_timeout)
+        telemetry.turns_expired(len(expired))
+        return expired
 
     def describe(self, call: ToolCall) -> str:
         """What ``call`` does, in words for people ("Looking up TASK-1 in Jira")."""
@@ -212,21 +224,19 @@ class Conversations:
         )
         begun = await self.turns.begin(record, user, self.token_budget, INTERRUPTED_RESULT)
         record.id = begun.turn.id
+        telemetry.turn_began(record.id)
         hooks = self._journaled(hooks, begun.turn)
         history = select_window(begun.recent, self.token_budget)
-        refused = await self.per_person.refusal(incoming.user_id) if self.per_person else None
-        if refused is not None:  # stored, not answered: the person reads why
-            result = TurnResult(outcome=Outcome.ERROR, error=refused)
-        else:
-            result = await self.loop.run(history, begun.user, hooks)
-        if result.error and result.error.kind == "context_length" and not result.messages:
-            # the estimate was too generous for this model: once more with a quarter of it
-            log.warning(
-                "context length exceeded in %s; retrying with less history", record.channel_id
-            )
-            history = select_window(begun.recent, self.token_budget // 4)
-            result = await self.loop.run(history, begun.user, hooks)
+        result = await self._refused(incoming) or await self.loop.run(history, begun.user, hooks)
         return await self._store(begun.turn, record, result, started)
+
+    async def _refused(self, incoming: Incoming) -> TurnResult | None:
+        """The result of a new turn its person may not have now (stored, not answered);
+        None when it may go on."""
+        if self.per_person is None:
+            return None
+        refused = await self.per_person.refusal(incoming.user_id)
+        return None if refused is None else TurnResult(outcome=Outcome.ERROR, error=refused)
 
     async def _found_again(self, record: TurnRecord, hooks: Hooks) -> Reply:
         """The turn of a message taken on again: it goes on if it was cut short, else its
@@ -245,6 +255,7 @@ class Conversations:
         if paused and self._expired(record):
             record.outcome, record.state = Outcome.EXPIRED, record.state.with_(decisions={})
             await self.turns.finish(OpenTurn(record.id, record.channel_id, None), record, [])
+            telemetry.turns_expired(1)
             return Reply(APPROVAL_EXPIRED, ok=False, outcome=Outcome.EXPIRED, turn_id=record.id)
         if paused:
             await self._tools_for(record.state.pending)
@@ -294,9 +305,9 @@ class Conversations:
         started = time.perf_counter()
         record = reopened.record
         history = select_window(reopened.before, self.token_budget)
-        conversation = [*history, *repair(journal)]
         result = await self.loop.resume(
-            conversation,
+            history,
+            repair(journal),
             unfinished,
             record.state.decisions,
             prior,
@@ -347,16 +358,7 @@ class Conversations:
             card=record.state.card,
         )
         await self.turns.finish(turn, record, result.messages[result.journaled :])
-        log.info(
-            "turn %s in %s: %s, %d rounds, %d+%d tokens, %d ms",
-            turn.id,
-            record.channel_id,
-            record.outcome,
-            record.rounds,
-            record.input_tokens,
-            record.output_tokens,
-            record.latency_ms,
-        )
+        telemetry.turn_ended(record, time.perf_counter() - started)
         return self._reply(record, result.answer or "")
 
     def _reply(self, record: TurnRecord, answer: str) -> Reply:

@@ -20,17 +20,21 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from bot import telemetry
 from bot.agent.limits import ModelSlots
 from bot.agent.tokens import count_message
+from bot.agent.window import select_window
 from bot.errors import ModelError, ModelTimeout
 from bot.llm.base import ChatModel, TextSink
 from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall, ToolSpec, Usage
-from bot.tools.base import ToolRegistry, error_result
+from bot.tools.base import ToolRegistry, error_result, is_error_result
 
 log = logging.getLogger(__name__)
 
 #: told what the turn is doing: the calls about to run (progress signs in Slack)
 ProgressSink = Callable[[Sequence[ToolCall]], Awaitable[None]]
+#: told each call's end as it comes: the call, and whether it failed (an error result)
+DoneSink = Callable[[ToolCall, bool], Awaitable[None]]
 #: stores the turn's new messages, before the tool calls they end with run
 JournalSink = Callable[[Sequence[Message]], Awaitable[None]]
 
@@ -78,6 +82,32 @@ class Hooks:
     on_progress: ProgressSink | None = None
     on_text: TextSink | None = None
     journal: JournalSink | None = None
+    on_done: DoneSink | None = None
+
+
+@dataclass
+class Conversation:
+    """What a stretch of a turn sends the model: the older ``history`` (what a trim may
+    drop, oldest first) and the turn's own messages (its question and its rounds: never
+    dropped)."""
+
+    history: list[Message]
+    turn: list[Message]
+    #: the history was trimmed once already after the model found it too long
+    trimmed: bool = False
+
+    @property
+    def messages(self) -> list[Message]:
+        return [*self.history, *self.turn]
+
+    def trim(self) -> bool:
+        """Drop the oldest whole turns of the history, leaving about a quarter of its
+        tokens; False when there is nothing to drop or it was trimmed before."""
+        if self.trimmed or not self.history:
+            return False
+        self.trimmed = True
+        self.history = select_window(self.history, sum(m.tokens for m in self.history) // 4)
+        return True
 
 
 @dataclass
@@ -96,17 +126,19 @@ class Loop:
         """Run one turn. Never raises ModelError: a failing model is the result's error (a
         new turn refused for want of a model slot too)."""
         result = TurnResult(outcome=Outcome.RUNNING)
+        conversation = Conversation(list(history), [user])
 
         async def turn() -> None:
             if self.slots is not None:
                 await self.slots.admit()
-            await self._rounds([*history, user], result, hooks)
+            await self._rounds(conversation, result, hooks)
 
         return await self._bounded(turn(), result)
 
     async def resume(
         self,
-        conversation: Sequence[Message],
+        history: Sequence[Message],
+        journal: Sequence[Message],
         unfinished: Message | None,
         decisions: dict[str, Decision],
         prior: TurnResult,
@@ -114,18 +146,20 @@ class Loop:
         *,
         recovering: bool = False,
     ) -> TurnResult:
-        """Go on with a turn from ``conversation`` (everything stored of it): first the calls
-        of ``unfinished`` (an assistant message whose calls have no results yet), as
-        ``decisions`` say, then as ``run`` would. ``recovering``: the calls may have been
-        sent before a crash, so a write is looked up by its marker, never sent again.
-        ``prior`` carries the rounds, tools and usage so far."""
+        """Go on with a turn from its ``journal`` (everything stored of it, after the older
+        ``history``): first the calls of ``unfinished`` (an assistant message whose calls
+        have no results yet), as ``decisions`` say, then as ``run`` would. ``recovering``:
+        the calls may have been sent before a crash, so a write is looked up by its marker,
+        never sent again. ``prior`` carries the rounds, tools and usage so far."""
         result = dataclasses.replace(prior, outcome=Outcome.RUNNING, messages=[], journaled=0)
-        history = list(conversation)
+        conversation = Conversation(list(history), list(journal))
 
         async def go_on() -> None:
             if unfinished is not None:
-                await self._run_calls(unfinished, history, result, decisions, hooks, recovering)
-            await self._rounds(history, result, hooks)
+                await self._run_calls(
+                    unfinished, conversation, result, decisions, hooks, recovering
+                )
+            await self._rounds(conversation, result, hooks)
 
         return await self._bounded(go_on(), result)
 
@@ -142,7 +176,7 @@ class Loop:
             result.outcome, result.error = Outcome.ERROR, exc
         return result
 
-    async def _rounds(self, conversation: list[Message], result: TurnResult, hooks: Hooks) -> None:
+    async def _rounds(self, conversation: Conversation, result: TurnResult, hooks: Hooks) -> None:
         specs = self.registry.specs()
         while True:
             capped = result.rounds - result.round_base >= self.max_rounds
@@ -154,7 +188,7 @@ class Loop:
                 self._finish(reply, conversation, result, capped)
                 return
             calls = tuple(self._marked(call) for call in reply.tool_calls)
-            assistant = _counted(Message.assistant(reply.content, calls))
+            assistant = _counted(Message.assistant(reply.content, calls, reply.replay))
             decisions = await self._decide(calls, hooks.approver)
             if any(d.action == "pause" for d in decisions.values()):
                 result.outcome, result.pending = Outcome.AWAITING_APPROVAL, assistant
@@ -176,9 +210,22 @@ class Loop:
             decisions[call.id] = await approver(call) if writes and approver else RUN
         return decisions
 
+    async def _complete(
+        self,
+        system: str,
+        messages: list[Message],
+        specs: Sequence[ToolSpec],
+        on_text: TextSink | None,
+    ) -> ModelReply:
+        """One model request, traced and counted."""
+        with telemetry.model_request(self.model.model, self.model.api, system, messages) as request:
+            reply = await self.model.complete(system, messages, specs, on_text)
+            request.replied(reply)
+        return reply
+
     async def _ask(
         self,
-        conversation: Sequence[Message],
+        conversation: Conversation,
         specs: Sequence[ToolSpec],
         on_text: TextSink | None,
         capped: bool,
@@ -191,14 +238,27 @@ class Loop:
             system = f"{system}\n\n{CAPPED_NOTE.format(result.rounds)}"
         started = time.perf_counter()
         async with self.slots.request() if self.slots else contextlib.nullcontext():
-            reply = await self.model.complete(system, conversation, specs, on_text)
+            try:
+                reply = await self._complete(system, conversation.messages, specs, on_text)
+            except ModelError as exc:
+                # the estimate let in more than this model takes: once, with less history
+                before = len(conversation.history)
+                if exc.kind != "context_length" or not conversation.trim():
+                    raise
+                log.warning(
+                    "context length exceeded in round %d; retrying with %d of %d history messages",
+                    result.rounds + 1,
+                    len(conversation.history),
+                    before,
+                )
+                reply = await self._complete(system, conversation.messages, specs, on_text)
         log.debug("model answered in %.0f ms", (time.perf_counter() - started) * 1000)
         return reply
 
     async def _run_calls(
         self,
         assistant: Message,
-        conversation: list[Message],
+        conversation: Conversation,
         result: TurnResult,
         decisions: dict[str, Decision],
         hooks: Hooks,
@@ -220,9 +280,15 @@ class Loop:
                 return await self.registry.recover(call)
             return await self.registry.run(call)
 
-        outputs = await asyncio.gather(*(outcome(call) for call in calls))
+        async def told(call: ToolCall) -> str:
+            output = await outcome(call)
+            if hooks.on_done is not None:
+                await hooks.on_done(call, is_error_result(output))
+            return output
+
+        outputs = await asyncio.gather(*(told(call) for call in calls))
         results = [_counted(Message.tool_result(c, o)) for c, o in zip(calls, outputs, strict=True)]
-        conversation += [assistant, *results]
+        conversation.turn += [assistant, *results]
         result.rounds += 1
         result.tools_called += [call.name for call in calls]
         if any(self.registry.writes(call.name) for call in calls):
@@ -238,7 +304,7 @@ class Loop:
             result.journaled = len(result.messages)
 
     def _finish(
-        self, reply: ModelReply, conversation: list[Message], result: TurnResult, capped: bool
+        self, reply: ModelReply, conversation: Conversation, result: TurnResult, capped: bool
     ) -> None:
         answer = reply.content or EMPTY_ANSWER
         if reply.finish == "length":
@@ -259,7 +325,7 @@ class Loop:
             else Outcome.ANSWERED
         )
         final = _counted(Message.assistant(answer))
-        conversation.append(final)
+        conversation.turn.append(final)
         result.messages.append(final)
         result.answer = answer
 

@@ -1,5 +1,6 @@
 """Sessions: the stored conversations as people review and forget them, the one API the
-admin pages and ``bot history`` share (documents from bot.documents, rows from the store)."""
+admin pages and ``bot history`` share (documents from bot.documents, rows from the store);
+and what people said of the answers (their feedback)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-from bot.documents import ExportFormat, export_lines, session_document
+from bot.documents import ExportFormat, export_lines, export_turn_lines, session_document
 from bot.messages import Message, SessionSummary, TurnRecord
+from bot.store.feedback import FeedbackStore
 from bot.store.history import HistoryStore
 
 
@@ -17,6 +19,7 @@ class Sessions:
 
     def __init__(self, history: HistoryStore) -> None:
         self._history = history
+        self._feedback = FeedbackStore(history.engines)
 
     async def summaries(self) -> list[SessionSummary]:
         """Every session, most recently active first."""
@@ -42,6 +45,12 @@ class Sessions:
         """Every stored message (of one channel, or all) as export lines, streamed."""
         return export_lines(self._history.iter_messages(channel_id), export_format)
 
+    def export_turns(
+        self, channel_id: str | None, export_format: ExportFormat
+    ) -> AsyncIterator[str]:
+        """Every recorded turn (of one channel, or all) as export lines, streamed."""
+        return export_turn_lines(self._history.iter_turns(channel_id), export_format)
+
     async def delete(self, channel_id: str) -> int:
         """Forget one session; how many messages went."""
         return await self._history.delete_channel(channel_id)
@@ -53,6 +62,11 @@ class Sessions:
     async def name(self, channel_id: str, name: str) -> None:
         """Remember the channel's name (Slack's), for the sessions list."""
         await self._history.set_channel_name(channel_id, name)
+
+    async def give_feedback(self, turn_id: int, channel_id: str, user_id: str, value: str) -> bool:
+        """``user_id``'s verdict (positive or negative) on the answer of turn ``turn_id``
+        in ``channel_id``, replacing theirs before; False when there is no such turn."""
+        return await self._feedback.record(turn_id, channel_id, user_id, value)
 
     async def ping(self) -> bool:
         """Whether the database answers."""

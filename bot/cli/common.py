@@ -24,10 +24,17 @@ T = TypeVar("T")
 
 
 def settings_for(*required: str, log_level: str | None = None) -> Settings:
-    """Load the settings, check the ones this command needs, set up logging."""
+    """Load the settings, check the ones this command needs, set up logging (and tracing
+    when OTEL_EXPORTER_OTLP_ENDPOINT is set)."""
     settings = load_settings()
     settings.require(*required)
     configure_logging(log_level or settings.LOG_LEVEL, settings.LOG_FORMAT)
+    if settings.OTEL_EXPORTER_OTLP_ENDPOINT:
+        # loaded only then: the metrics and tracing modules cost a command that runs no turn
+        # (history, crm) a tenth of a second
+        from bot.telemetry import configure_tracing
+
+        configure_tracing(settings)
     return settings
 
 

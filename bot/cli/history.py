@@ -22,12 +22,13 @@ from bot.agent.sessions import Sessions
 from bot.cli.common import prepare_database, settings_for
 from bot.documents import EXPORT_FORMATS, ExportFormat, pretty_json, session_document, session_list
 from bot.errors import BotError
-from bot.messages import Message, TurnRecord, utcnow
+from bot.messages import NEGATIVE, POSITIVE, Message, TurnRecord, utcnow
 from bot.store.db import create_engines
 from bot.store.history import HistoryStore
 
 T = TypeVar("T")
 
+_VERDICTS = {POSITIVE: "👍", NEGATIVE: "👎"}
 #: terminal control characters in stored text would let a message rewrite the screen
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -40,7 +41,7 @@ def history() -> None:
 @history.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print the JSON document.")
 def list_sessions(as_json: bool) -> None:
-    """Every session: channel, messages, turns, last activity."""
+    """Every session: channel, messages, turns, last activity, feedback on its answers."""
     summaries = _with_sessions(lambda sessions: sessions.summaries())
     if as_json:
         _print_json(session_list(summaries))
@@ -49,10 +50,18 @@ def list_sessions(as_json: bool) -> None:
         click.echo("No stored sessions.")
         return
     rows = [
-        [s.channel_id, s.name or "", str(s.messages), str(s.turns), _when(s.last_activity)]
+        [
+            s.channel_id,
+            s.name or "",
+            str(s.messages),
+            str(s.turns),
+            _when(s.last_activity),
+            f"👍 {s.positive} 👎 {s.negative}",
+        ]
         for s in summaries
     ]
-    click.echo(_table(["CHANNEL", "NAME", "MESSAGES", "TURNS", "LAST ACTIVITY"], rows, "llrrl"))
+    headers = ["CHANNEL", "NAME", "MESSAGES", "TURNS", "LAST ACTIVITY", "FEEDBACK"]
+    click.echo(_table(headers, rows, "llrrlr"))
 
 
 @history.command()
@@ -90,18 +99,27 @@ def show(channel: str, as_json: bool) -> None:
 @click.option(
     "--output", type=click.Path(dir_okay=False, writable=True), help="File (default: stdout)."
 )
-def export(channel: str | None, export_format: ExportFormat, output: str | None) -> None:
-    """Every stored message, one per line (JSONL) or row (CSV), streamed in batches."""
+@click.option(
+    "--turns",
+    is_flag=True,
+    help="The turns instead (outcome, rounds, tools, tokens, latency), one per line or row.",
+)
+def export(
+    channel: str | None, export_format: ExportFormat, output: str | None, turns: bool
+) -> None:
+    """Every stored message, one per line (JSONL) or row (CSV), streamed in batches; with
+    --turns every recorded turn."""
 
     async def write(sessions: Sessions) -> int:
         if channel is not None:
             await _require_channel(sessions, channel)
         lines = 0
+        exported = sessions.export_turns if turns else sessions.export
         with _open_output(output) as out:
-            async for line in sessions.export(channel, export_format):
+            async for line in exported(channel, export_format):
                 out.write(line)
                 lines += 1
-        return lines - (export_format == "csv")  # the CSV header is not a message
+        return lines - (export_format == "csv")  # the CSV header is not a record
 
     try:
         count = _with_sessions(write)
@@ -110,7 +128,7 @@ def export(channel: str | None, export_format: ExportFormat, output: str | None)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         sys.exit(1)
     if output:
-        click.echo(f"Exported {count} messages to {output}.", err=True)
+        click.echo(f"Exported {count} {'turns' if turns else 'messages'} to {output}.", err=True)
 
 
 @history.command()
@@ -226,11 +244,12 @@ def _turns_table(turns: Sequence[TurnRecord]) -> str:
             ", ".join(turn.tools_called),
             f"{turn.input_tokens}/{turn.output_tokens}",
             f"{turn.latency_ms} ms" if turn.latency_ms is not None else "",
+            " ".join(f"{_VERDICTS[given.value]} {given.user_id}" for given in turn.feedback),
         ]
         for turn in turns
     ]
     headers = ["TURN", "STARTED", "USER", "OUTCOME", "ROUNDS", "TOOLS", "TOKENS IN/OUT", "LATENCY"]
-    return _table(headers, rows, "rlllrlrr")
+    return _table([*headers, "FEEDBACK"], rows, "rlllrlrrl")
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: str) -> str:

@@ -3,11 +3,12 @@ backends share. Only bot.jobs writes it."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from sqlalchemy import Connection, and_, delete, or_, select, tuple_, update
 
@@ -24,6 +25,8 @@ _INBOX = InboxRow.__table__
 _KEY = tuple_(_INBOX.c.channel_id, _INBOX.c.key)
 
 Key = tuple[str, str]
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 class Added(Enum):
@@ -44,14 +47,47 @@ class Inbox:
         #: names this process on the jobs it holds
         self.holder = uuid.uuid4().hex
         self._insert = insert_for(self.engines.dialect)
+        self._adding = GroupCommit(self._add_all)
 
-    @store_errors
     async def add(self, job: Job, lease_until: datetime | None) -> tuple[Added, Job]:
         """Put ``job`` in the inbox, or take over the one there if it failed or its holder's
         lease ran out (``lease_until`` None: this process's jobs have no lease, as on
-        SQLite, where a job without one is this process's, or left by its last run)."""
+        SQLite, where a job without one is this process's, or left by its last run).
+
+        Jobs submitted while the inbox is writing go in together, in one statement (group
+        commit): in a burst of 200 mentions the acks wait for a few writes, not for 200
+        in a row (the figures: GroupCommit)."""
+        return await self._adding.submit((job, lease_until))
+
+    @store_errors
+    async def _add_all(self, items: list[tuple[Job, datetime | None]]) -> list[tuple[Added, Job]]:
         now = utcnow()
-        row = {
+        rows = {(job.channel, job.key): self._row(job, lease, now) for job, lease in items}
+        insert_new = (
+            self._insert(_INBOX)
+            .values(list(rows.values()))
+            .on_conflict_do_nothing(index_elements=["channel_id", "key"])
+            .returning(_INBOX.c.channel_id, _INBOX.c.key)
+        )
+
+        def work(connection: Connection) -> list[tuple[Added, Job]]:
+            new = {(row.channel_id, row.key) for row in connection.execute(insert_new)}
+            results, seen = [], set()
+            for job, lease in items:
+                key = (job.channel, job.key)
+                if key in seen:  # the same message twice in one batch: the first has it
+                    results.append((Added.DUPLICATE, job))
+                elif key in new:
+                    results.append((Added.NEW, job))
+                else:
+                    results.append(self._take_over(connection, job, lease, now))
+                seen.add(key)
+            return results
+
+        return await self.engines.statement(work)
+
+    def _row(self, job: Job, lease_until: datetime | None, now: datetime) -> dict[str, Any]:
+        return {
             "channel_id": job.channel,
             "key": job.key,
             "kind": job.kind,
@@ -63,12 +99,10 @@ class Inbox:
             "created_at": now,
             "updated_at": now,
         }
-        insert_new = (
-            self._insert(_INBOX)
-            .values(row)
-            .on_conflict_do_nothing(index_elements=["channel_id", "key"])
-            .returning(_INBOX.c.key)
-        )
+
+    def _take_over(
+        self, connection: Connection, job: Job, lease_until: datetime | None, now: datetime
+    ) -> tuple[Added, Job]:
         # seen before: a Slack retry, or the same message delivered twice; one UPDATE
         # decides, so two retries (or a retry and a sweep) cannot both win
         abandoned = or_(
@@ -81,14 +115,8 @@ class Inbox:
             .values(status=QUEUED, holder=self.holder, lease_until=lease_until, updated_at=now)
             .returning(_INBOX)
         )
-
-        def work(connection: Connection) -> tuple[Added, Job]:
-            if connection.scalar(insert_new) is not None:
-                return Added.NEW, job
-            taken = connection.execute(take_over).first()
-            return (Added.DUPLICATE, job) if taken is None else (Added.TAKEN_OVER, job_from(taken))
-
-        return await self.engines.statement(work)
+        taken = connection.execute(take_over).first()
+        return (Added.DUPLICATE, job) if taken is None else (Added.TAKEN_OVER, job_from(taken))
 
     @store_errors
     async def finish(self, job: Job, *, done: bool) -> None:
@@ -174,6 +202,41 @@ class Inbox:
             or_(_INBOX.c.status != QUEUED, _INBOX.c.payload.is_(None)),
         )
         return await self.engines.statement(lambda c: c.execute(statement).rowcount or 0)
+
+
+class GroupCommit(Generic[Item, Result]):
+    """Runs ``write`` once for everything submitted while the previous write ran (group
+    commit). 200 mentions at once under bench/slack_load.py (SQLite, 3 runs alternated on
+    a loaded machine, 2026-12-01): ack p50 677, 742, 360 ms one write a job -> 390, 308,
+    248 ms."""
+
+    def __init__(self, write: Callable[[list[Item]], Awaitable[list[Result]]]) -> None:
+        self._write = write
+        self._waiting: list[tuple[Item, asyncio.Future[Result]]] = []
+        self._writer: asyncio.Task[None] | None = None
+
+    async def submit(self, item: Item) -> Result:
+        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+        self._waiting.append((item, future))
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        # the requests already read in submit first: a burst starts with one batch
+        await asyncio.sleep(0)
+        while self._waiting:
+            batch, self._waiting = self._waiting, []
+            try:
+                results = await self._write([item for item, _ in batch])
+            except Exception as exc:  # every waiter gets the failure; the next batch is tried
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), result in zip(batch, results, strict=True):
+                if not future.done():
+                    future.set_result(result)
 
 
 def job_from(row: Any) -> Job:

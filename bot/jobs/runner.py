@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from bot.errors import StoreError
 from bot.jobs import Handler, Job, ShuttingDown
 from bot.jobs.inbox import Added, Inbox, Key
+from bot.logs import add_log_ids
 from bot.messages import utcnow
 
 log = logging.getLogger(__name__)
@@ -159,6 +160,8 @@ class Jobs:
 
     async def _run(self, job: Job) -> None:
         assert self._handler is not None, "start() first"
+        # the job's own task: its ids are on its log lines (a job taken over has no other)
+        add_log_ids(channel=job.channel, event_id=job.event_id)
         async with self._channel(job.channel, job):
             done = False
             try:

@@ -154,7 +154,7 @@ def model_error(exc: openai.OpenAIError, api: str = "chat") -> ModelError:
                 "credentials). Please tell an admin.",
                 kind="auth",
             )
-        if isinstance(exc, openai.NotFoundError) and api == "responses" and not _about_model(exc):
+        if isinstance(exc, openai.NotFoundError) and api == "responses" and _about_path(exc):
             log.error(
                 "the model server has no Responses API (404 for /responses): set LLM_API=chat"
             )
@@ -184,6 +184,9 @@ def _error_code(exc: openai.APIStatusError) -> str | None:
     return error.get("code") or error.get("type") if isinstance(error, dict) else None
 
 
-def _about_model(exc: openai.APIStatusError) -> bool:
-    """A 404 about the model (OPENAI_MODEL unknown), not about the path."""
-    return _error_code(exc) == "model_not_found" or "model" in str(exc.body).lower()
+def _about_path(exc: openai.APIStatusError) -> bool:
+    """A 404 about the path (no /responses), not about the model (OPENAI_MODEL unknown) nor
+    an input item (an id the API has not stored)."""
+    body = str(exc.body).lower()
+    about_model = _error_code(exc) == "model_not_found" or "model" in body
+    return not about_model and "item with id" not in body

@@ -1,7 +1,12 @@
 """Neutral messages <-> the Responses API (``function_call`` / ``function_call_output``).
 
 The history is kept locally and replayed whole (``store=False``), so no server-side state
-(``previous_response_id``) can expire under us.
+(``previous_response_id``) can expire under us. A reasoning model's reasoning items come
+with their encrypted content (``include``), and a round that called tools is sent back
+within the turn as the model gave it (``Message.replay``): each reasoning item right before
+the item it led to, so the model keeps its reasoning between tool rounds. Nothing of it is
+stored: a turn that goes on after a pause or a crash, and every later turn, send the calls
+without their item ids, which the API takes without the reasoning.
 """
 
 from __future__ import annotations
@@ -27,6 +32,11 @@ from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage
 
 log = logging.getLogger(__name__)
 
+#: what a reasoning model's reply must carry for its reasoning to be sent back
+ENCRYPTED = "reasoning.encrypted_content"
+#: the output items sent back as they were; others (none are asked for) are not
+_REPLAYED = ("reasoning", "message", "function_call")
+
 
 class ResponsesModel:
     """A ChatModel over ``POST /responses``."""
@@ -39,6 +49,8 @@ class ResponsesModel:
         self.client = client
         self.model = model
         self.options = options or ModelOptions()
+        #: asked for until the server says the model has none (it does not reason)
+        self.encrypted_reasoning = True
 
     async def complete(
         self,
@@ -62,10 +74,23 @@ class ResponsesModel:
         if self.options.max_output_tokens is not None:
             request["max_output_tokens"] = self.options.max_output_tokens
         with model_errors(self.api):
-            if on_text is not None:
-                return _reply(await self._stream(request, on_text))
-            # plain JSON both ways through client.post: see ChatCompletionsModel for why
-            return _reply(await self.client.post("/responses", body=request, cast_to=object))
+            if not self.encrypted_reasoning:
+                return await self._send(request, on_text)
+            try:
+                return await self._send({**request, "include": [ENCRYPTED]}, on_text)
+            except openai.BadRequestError as exc:
+                if exc.param != "include":
+                    raise
+            # a model that does not reason refuses the include: once, for the process
+            log.info("model %s has no encrypted reasoning; not asking for it again", self.model)
+            self.encrypted_reasoning = False
+            return await self._send(request, on_text)
+
+    async def _send(self, request: dict[str, Any], on_text: TextSink | None) -> ModelReply:
+        if on_text is not None:
+            return _reply(await self._stream(request, on_text))
+        # plain JSON both ways through client.post: see ChatCompletionsModel for why
+        return _reply(await self.client.post("/responses", body=request, cast_to=object))
 
     async def _stream(self, request: dict[str, Any], on_text: TextSink) -> object:
         """Stream the text to ``on_text``; the finished response, as JSON."""
@@ -99,7 +124,8 @@ def _reply(response: object) -> ModelReply:
         raise _failed(take(response, "error", dict, "the reply", required=False))
     text: list[str] = []
     calls: list[ToolCall] = []
-    for i, item in enumerate(take(response, "output", list, "the reply")):
+    output = take(response, "output", list, "the reply")
+    for i, item in enumerate(output):
         where = f"output[{i}]"
         kind = take(item, "type", str, where)
         if kind == "message":
@@ -120,7 +146,17 @@ def _reply(response: object) -> ModelReply:
         tool_calls=tuple(calls),
         usage=Usage(count(usage, "input_tokens"), count(usage, "output_tokens")),
         finish=finish,
+        replay=_replay(output) if calls else (),
     )
+
+
+def _replay(output: list[Any]) -> tuple[dict[str, Any], ...]:
+    """The output to send back as it is: when it has reasoning, every reasoning item with
+    its encrypted content (one without cannot be sent back under ``store=False``)."""
+    reasoning = [item for item in output if item["type"] == "reasoning"]
+    if not reasoning or not all(isinstance(r.get("encrypted_content"), str) for r in reasoning):
+        return ()
+    return tuple(item for item in output if item["type"] in _REPLAYED)
 
 
 def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -134,6 +170,9 @@ def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     "output": message.content or "",
                 }
             )
+            continue
+        if message.replay:
+            items.extend(message.replay)
             continue
         if message.content or not message.tool_calls:
             items.append({"role": message.role, "content": message.content or ""})

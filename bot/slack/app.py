@@ -10,7 +10,10 @@ Bolt's own (signature, authorization, the bot's own events, url_verification):
    acknowledged and logged as an error.
 3. ``SubmitOnce``: the job goes into the inbox (bot.jobs) before the ack; a duplicate
    delivery is acknowledged and dropped. A database failure, or a process shutting down,
-   answers 503, so Slack delivers the event again later.
+   answers 503, so Slack delivers the event again later. The event gets its span
+   (bot.telemetry), the parent of its job's, and its channel and event id go on the job's
+   log lines. (A Bolt middleware's ``next()`` only lets the next one run after it returns:
+   what it wraps ends there.)
 
 Listeners then only acknowledge (and put the progress reaction on): the jobs run after the ack,
 in the Worker (who may press a button is checked there, against the stored turn).
@@ -19,11 +22,14 @@ in the Worker (who may press a button is checked there, against the stored turn)
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.error import BoltUnhandledRequestError
 from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_bolt.middleware.async_middleware import AsyncMiddleware
 from slack_bolt.request.async_request import AsyncBoltRequest
@@ -31,12 +37,14 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot import telemetry
 from bot.config import Settings
 from bot.errors import StoreError
-from bot.jobs import ShuttingDown
+from bot.jobs import Job, ShuttingDown
 from bot.jobs.runner import Jobs
+from bot.logs import log_context
 from bot.slack import listeners
-from bot.slack.approvals import BUTTONS
+from bot.slack.cards import PRESSES
 from bot.slack.events import change_from, is_ignored, press_from, question_from
 from bot.slack.poster import NoDoublePostRetryHandler
 from bot.slack.worker import Worker
@@ -45,6 +53,7 @@ from bot.slack.workspace import Revocations, WorkspaceClient
 log = logging.getLogger(__name__)
 
 Next = Callable[[], Awaitable[BoltResponse]]
+_TYPE_NAME = re.compile(r"^[a-z_]{1,40}$")
 
 
 class _TokenInClient(logging.Filter):
@@ -93,7 +102,10 @@ def build_slack_app(
     bolt_logger = logging.getLogger("slack_bolt")
     bolt_logger.addFilter(_TOKEN_IN_CLIENT)
     app = AsyncApp(
-        name="bot",
+        # Bolt names a logger after the app, at the first request, and gives it the base
+        # logger's level: named "bot", that was every bot.* logger's parent, and their INFO
+        # lines stopped there
+        name="slack_bolt.app",
         logger=bolt_logger,
         # a client without a token: Bolt gives each request a copy with identity's token
         client=AsyncWebClient(
@@ -108,12 +120,36 @@ def build_slack_app(
         # themselves, so this middleware would only cost time
         attaching_function_token_enabled=False,
         attaching_conversation_kwargs_enabled=False,
+        # a request no listener takes goes to acknowledge_unhandled (Bolt's own answer is a
+        # 404, which Slack retries, and a warning with sample code many lines long)
+        raise_error_for_unhandled_request=True,
     )
+    app.error(acknowledge_unhandled)
     app.use(Revocations(client))
     app.use(IgnoreUnwanted(identity.team_id))
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
+
+
+async def acknowledge_unhandled(error: Exception, body: dict[str, Any]) -> BoltResponse | None:
+    """Bolt's error handler: a request no listener takes (an event the app does not
+    subscribe to, another app's button) is acknowledged with one line; any other error is
+    logged with its traceback, as Bolt would."""
+    event = body.get("event")
+    kinds = (body.get("type"), event.get("type") if isinstance(event, dict) else None)
+    kind = " ".join(_name(k) for k in kinds if k is not None)
+    if isinstance(error, BoltUnhandledRequestError):
+        log.warning("acknowledged a Slack request no listener takes (%s); nothing done", kind)
+        return BoltResponse(status=200, body="")
+    log.error("the Slack app failed on a request (%s)", kind, exc_info=error)
+    return None
+
+
+def _name(value: object) -> str:
+    """A request's or event's type for the log, if it looks like one (never what else
+    the sender put there)."""
+    return value if isinstance(value, str) and _TYPE_NAME.match(value) else "?"
 
 
 class IgnoreUnwanted(AsyncMiddleware):
@@ -145,7 +181,8 @@ class IgnoreUnwanted(AsyncMiddleware):
         if is_ignored(event, context.bot_user_id):
             return BoltResponse(status=200, body="")
         event_id = body.get("event_id")
-        question = question_from(event, context.bot_user_id, self.home_team)
+        home_team = self.home_team or body.get("team_id")
+        question = question_from(event, context.bot_user_id, home_team)
         change = change_from(event, context.bot_user_id, body.get("event_time"))
         context["question"] = question
         if question is not None:
@@ -157,11 +194,11 @@ class IgnoreUnwanted(AsyncMiddleware):
     async def _press(self, req: AsyncBoltRequest, next: Next) -> BoltResponse | None:
         actions = req.body.get("actions")
         ours = isinstance(actions, list) and any(
-            isinstance(a, dict) and a.get("action_id") in BUTTONS for a in actions
+            isinstance(a, dict) and a.get("action_id") in PRESSES for a in actions
         )
         if not ours:
             return await next()
-        press = press_from(req.body, BUTTONS, self.home_team)
+        press = press_from(req.body, PRESSES, self.home_team)
         if press is None:
             log.warning("ignored a press of the bot's button with a malformed payload")
             return BoltResponse(status=200, body="")
@@ -183,7 +220,11 @@ class SubmitOnce(AsyncMiddleware):
         if job is None:
             return await next()
         try:
-            submitted = await self.jobs.submit(job)
+            with (
+                log_context(channel=job.channel, event_id=job.event_id),
+                telemetry.received(_span_name(req.body), _attributes(req.body, job)),
+            ):
+                submitted = await self.jobs.submit(job)
         except ShuttingDown:
             return BoltResponse(status=503, body="")
         except StoreError as exc:
@@ -197,3 +238,20 @@ class SubmitOnce(AsyncMiddleware):
         if not submitted:
             return BoltResponse(status=200, body="")
         return await next()
+
+
+def _span_name(body: dict[str, Any]) -> str:
+    """``slack app_mention``, ``slack message``, ``slack block_actions``"""
+    event = body.get("event")
+    kind = event.get("type") if isinstance(event, dict) else body.get("type")
+    return f"slack {kind}"
+
+
+def _attributes(body: dict[str, Any], job: Job) -> dict[str, str]:
+    attributes = {
+        "slack.event.type": _span_name(body).removeprefix("slack "),
+        "slack.job": job.kind,
+    }
+    if job.event_id:
+        attributes["slack.event_id"] = job.event_id
+    return attributes

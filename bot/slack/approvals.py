@@ -23,7 +23,6 @@ from bot.slack.events import Press, Thread
 
 log = logging.getLogger(__name__)
 
-BUTTONS = frozenset({APPROVE, DECLINE, CONTINUE})
 ONLY_THE_REQUESTER = "Only the person who asked (or a bot admin) can answer this request."
 NOT_FROM_HERE = (
     "Only people of the bot's own Slack workspace can approve or cancel its changes; "

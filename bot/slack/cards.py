@@ -4,9 +4,11 @@
   project, type, summary, description, for whom) with Create (Go ahead for a write other
   than a Jira ticket) and Cancel.
 * The Continue button under an answer that hit the round cap.
+* The feedback buttons (thumbs up and down, Slack's ``feedback_buttons``) under an answer.
 
-Each button's value is the turn's id; whatever the arguments say is escaped, so model text
-cannot ping anyone or disguise a link on the card.
+Each button's value is the turn's id (a feedback button's: the verdict and the turn's id);
+whatever the arguments say is escaped, so model text cannot ping anyone or disguise a link
+on the card.
 """
 
 from __future__ import annotations
@@ -15,12 +17,21 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from bot.messages import ToolCall, TurnRecord
+from slack_sdk.models.blocks import (
+    ContextActionsBlock,
+    FeedbackButtonObject,
+    FeedbackButtonsElement,
+)
+
+from bot.messages import NEGATIVE, POSITIVE, ToolCall, TurnRecord
 from bot.slack.format import escape, neutralise_mentions
 
 APPROVE = "approve_write"
 DECLINE = "decline_write"
 CONTINUE = "continue_turn"
+FEEDBACK = "answer_feedback"
+#: every button of the bot's: a press of one is a job (see bot.slack.app)
+PRESSES = frozenset({APPROVE, DECLINE, CONTINUE, FEEDBACK})
 
 #: labels of the arguments a card shows first, in this order; others follow by name
 LABELS = {
@@ -81,6 +92,24 @@ def continue_message(turn_id: int, rounds: int) -> tuple[str, Blocks]:
         "value": str(turn_id),
     }
     return text, [_section(text), {"type": "actions", "elements": [button]}]
+
+
+def feedback_block(turn_id: int) -> dict[str, Any]:
+    """Thumbs up and down under an answer; a press says which, and of which turn."""
+    buttons = FeedbackButtonsElement(
+        action_id=FEEDBACK,
+        positive_button=FeedbackButtonObject(
+            text="Good answer",
+            accessibility_label="Tell the bot this answer was good",
+            value=f"{POSITIVE}:{turn_id}",
+        ),
+        negative_button=FeedbackButtonObject(
+            text="Bad answer",
+            accessibility_label="Tell the bot this answer was not good",
+            value=f"{NEGATIVE}:{turn_id}",
+        ),
+    )
+    return ContextActionsBlock(elements=[buttons]).to_dict()
 
 
 def _fields(call: ToolCall, requester: str | None, default_project: str | None) -> Blocks:

@@ -1,32 +1,55 @@
 """Delivery: one stretch of a turn (a question, or a stopped turn going on) as the thread
-sees it: the steps live while it runs, then the answer, an approval card for a write the
-model asked for, or a Continue button when the round cap cut it short.
+sees it: the steps while it runs, then the answer (with feedback buttons under a final
+one), an approval card for a write the model asked for, or a Continue button when the
+round cap cut it short.
 
-Every post of a turn has an id derived from the turn (see Poster): a stretch resumed by
-another process (``resumed``) looks for them in the thread first, so none shows twice.
+With STREAM_ANSWERS the answer is streamed into the thread as the model writes it, each
+tool call a task of that message (AnswerStream), and whatever the stream could not hold (it
+was refused, or the answer is longer than one message) is posted after it. Without it, or
+where Slack streams nothing (the top level of a DM; a channel stream without the person it
+is for), the steps are a live message (LiveStatus) and the answer is posted when done.
+
+Every post of a turn has an id derived from the turn (see Poster; a streamed message
+carries its own in the metadata it ends with): a stretch resumed by another process
+(``resumed``) looks for them in the thread first, so none shows twice.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from bot.agent.conversations import Conversations, Reply
-from bot.agent.loop import PAUSE, Approver, TextSink
+from bot.agent.loop import PAUSE, Approver, DoneSink, ProgressSink
 from bot.config import Settings
+from bot.llm.base import TextSink
 from bot.messages import Decision, Outcome, ToolCall, TurnRecord
-from bot.slack.cards import approval_card, continue_message
+from bot.slack.cards import approval_card, continue_message, feedback_block
 from bot.slack.events import Question, Thread
 from bot.slack.live import LiveStatus
 from bot.slack.poster import Poster
+from bot.slack.stream import AnswerStream, Recipient
 
 log = logging.getLogger(__name__)
 
-#: runs the turn with the live status as its progress (and text) sink
-Work = Callable[[LiveStatus], Awaitable[Reply | None]]
-#: told the ts of the live message once it is posted
+
+@dataclass(frozen=True)
+class Sinks:
+    """What a running turn tells the thread."""
+
+    on_progress: ProgressSink
+    on_text: TextSink | None = None
+    on_done: DoneSink | None = None
+
+
+#: runs the turn, telling the thread what it does
+Work = Callable[[Sinks], Awaitable[Reply | None]]
+#: told the ts of the message showing the turn once it is posted ("" once it is the answer)
 Posted = Callable[[str], Awaitable[None]]
 TITLE_MAX = 60
+#: the thread's status while a streamed answer is on its way (Slack clears it at the reply)
+THINKING = "is thinking…"
 EXPIRED = "This request expired, so nothing was done. Ask again if it is still needed."
 #: the result of a write asked for by someone of another workspace (what the model reads)
 NOT_FOR_GUESTS = (
@@ -42,6 +65,12 @@ async def _ask_a_person(call: ToolCall) -> Decision:
 
 async def _refuse_a_guest(call: ToolCall) -> Decision:
     return Decision("decline", NOT_FOR_GUESTS)
+
+
+def _feedback(reply: Reply) -> list | None:  # type: ignore[type-arg]
+    """The feedback buttons under an answer that ends its turn; None under any other."""
+    final = reply.ok and reply.outcome in (Outcome.ANSWERED, Outcome.TRUNCATED)
+    return [feedback_block(reply.turn_id)] if final and reply.turn_id else None
 
 
 class Delivery:
@@ -68,17 +97,27 @@ class Delivery:
     ) -> bool:
         """Answer a question; whether its turn was stored (and its reply posted)."""
 
-        async def work(live: LiveStatus) -> Reply:
+        async def work(sinks: Sinks) -> Reply:
             return await self.conversations.handle(
                 question.incoming,
                 approver=self.approver_for(question.external),
-                on_progress=live.steps,
-                on_text=self._streamed(live),
+                on_progress=sinks.on_progress,
+                on_text=sinks.on_text,
+                on_done=sinks.on_done,
                 resumed=resumed,
             )
 
+        incoming = question.incoming
+        recipient = None
+        if incoming.user_id and question.team_id:
+            recipient = Recipient(incoming.user_id, question.team_id)
         reply = await self.run(
-            question.thread, work, pane=question.pane, resumed=resumed, on_posted=on_posted
+            question.thread,
+            work,
+            pane=question.pane,
+            resumed=resumed,
+            on_posted=on_posted,
+            recipient=recipient,
         )
         return reply is not None and reply.turn_id is not None
 
@@ -94,13 +133,14 @@ class Delivery:
         """Go on with a stopped turn (None: someone else already did); ``external``: for
         someone of another workspace."""
 
-        async def work(live: LiveStatus) -> Reply | None:
+        async def work(sinks: Sinks) -> Reply | None:
             return await self.conversations.resume(
                 turn_id,
                 decisions,
                 approver=self.approver_for(external),
-                on_progress=live.steps,
-                on_text=self._streamed(live),
+                on_progress=sinks.on_progress,
+                on_text=sinks.on_text,
+                on_done=sinks.on_done,
                 resumed=resumed,
             )
 
@@ -114,32 +154,99 @@ class Delivery:
         pane: bool = False,
         resumed: bool = False,
         on_posted: Posted | None = None,
+        recipient: Recipient | None = None,
+    ) -> Reply | None:
+        stream = self._stream(thread, recipient, on_posted)
+        if stream is None:
+            return await self._run_live(thread, work, pane, resumed, on_posted)
+        await self.poster.status(thread, THINKING)
+        reply = None
+        try:
+            reply = await work(Sinks(stream.steps, stream.text, stream.done))
+        finally:
+            try:
+                await self._end_stream(thread, stream, reply, resumed, on_posted)
+            finally:
+                await self.poster.status(thread, "")
+        return reply
+
+    def _stream(
+        self, thread: Thread, recipient: Recipient | None, on_posted: Posted | None
+    ) -> AnswerStream | None:
+        """The turn's stream, where Slack takes one: a reply in a thread, in a channel for
+        the person who asked."""
+        in_dm = thread.channel.startswith("D")
+        if not self.settings.STREAM_ANSWERS or thread.thread_ts is None:
+            return None
+        if recipient is None and not in_dm:
+            return None
+        describe = self.conversations.describe
+        return AnswerStream(
+            self.poster.client, thread, describe, recipient=recipient, on_started=on_posted
+        )
+
+    async def _run_live(
+        self, thread: Thread, work: Work, pane: bool, resumed: bool, on_posted: Posted | None
     ) -> Reply | None:
         live = LiveStatus(
             self.poster, thread, self.conversations.describe, pane=pane, on_posted=on_posted
         )
         reply = None
         try:
-            reply = await work(live)
+            reply = await work(Sinks(live.steps))
         finally:
-            streamed = await live.close(keep=reply is not None and reply.ok)
+            await live.close()
         try:
             if reply is not None:
-                await self.post_reply(thread, reply, into=streamed, look_first=resumed)
+                await self.post_reply(thread, reply, look_first=resumed)
         finally:
             # after the answer: what the person waits for goes out first
             await live.clear()
         return reply
 
-    def _streamed(self, live: LiveStatus) -> TextSink | None:
-        return live.text if self.settings.STREAM_ANSWERS else None
+    async def _end_stream(
+        self,
+        thread: Thread,
+        stream: AnswerStream,
+        reply: Reply | None,
+        resumed: bool,
+        on_posted: Posted | None,
+    ) -> None:
+        """The stream ends with the answer, and what it could not hold is posted after it;
+        a turn without an answer (yet) leaves no stream behind."""
+        answered = reply is not None and reply.ok and reply.outcome not in _NO_ANSWER
+        held = None
+        # a stretch resumed without a word streamed may have posted its answer before
+        if reply is not None and answered and not (resumed and stream.ts is None):
+            # the buttons go under the streamed message (an answer longer than it goes on
+            # in posts after it)
+            held = await stream.finish(reply.text, post_id=_post_id(reply), blocks=_feedback(reply))
+        else:
+            await stream.finish(None)
+        if reply is not None:
+            into = stream.ts if held is None and answered else None
+            await self.post_reply(thread, reply, into=into, held=held or 0, look_first=resumed)
+        if stream.ts is None:
+            return
+        if held is not None or answered:  # the message is (or was taken over by) the answer
+            if on_posted is not None:
+                await on_posted("")
+        else:  # after the card or the failure: what the person waits for goes out first
+            await self.poster.delete(thread.channel, stream.ts)
 
     async def post_reply(
-        self, thread: Thread, reply: Reply, into: str | None = None, *, look_first: bool = False
+        self,
+        thread: Thread,
+        reply: Reply,
+        into: str | None = None,
+        *,
+        held: int = 0,
+        look_first: bool = False,
     ) -> None:
-        """What the thread gets of a stretch that ended: the answer (``into`` the streamed
-        message, if any), an approval card, or the answer and a Continue button after the
-        round cap; nothing for an approval that expired."""
+        """What the thread gets of a stretch that ended: the answer (``into`` a message to
+        take over, after the ``held`` characters a streamed message holds), an approval
+        card, or the answer and a Continue button after the round cap; nothing for an
+        approval that expired."""
         if reply.outcome == Outcome.EXPIRED:
             return
         stopped = reply.outcome in (Outcome.AWAITING_APPROVAL, Outcome.MAX_ROUNDS)
@@ -148,8 +255,16 @@ class Delivery:
             text, blocks = self.card(turn)
             await self._show_card(thread, turn, text, blocks, "card", look_first)
             return
-        post_id = f"turn-{reply.turn_id}-{reply.rounds}" if reply.turn_id else None
-        await self.poster.answer(thread, reply, into=into, post_id=post_id, look_first=look_first)
+        if not held or held < len(reply.text):
+            await self.poster.answer(
+                thread,
+                reply,
+                into=into,
+                post_id=_post_id(reply),
+                look_first=look_first,
+                held=held,
+                footer=None if held else _feedback(reply),
+            )
         if reply.outcome == Outcome.MAX_ROUNDS and turn is not None:
             text, blocks = continue_message(turn.id or 0, turn.rounds)
             await self._show_card(thread, turn, text, blocks, "continue", look_first)
@@ -189,3 +304,13 @@ class Delivery:
         shown = await self.conversations.show_card(turn.id, card)
         if shown is not None and shown.outcome == Outcome.EXPIRED:  # swept before it was up
             await self.close_card(shown, f":hourglass: {EXPIRED}")
+
+
+#: outcomes whose stretch ends without an answer to stream
+_NO_ANSWER = frozenset({Outcome.AWAITING_APPROVAL, Outcome.EXPIRED})
+
+
+def _post_id(reply: Reply) -> str | None:
+    """The id the turn's answer posts derive from (one per stretch: its rounds tell them
+    apart)."""
+    return f"turn-{reply.turn_id}-{reply.rounds}" if reply.turn_id else None

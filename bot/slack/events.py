@@ -16,6 +16,8 @@ from typing import Any
 
 from bot.agent.conversations import Incoming
 from bot.jobs import Job
+from bot.messages import NEGATIVE, POSITIVE
+from bot.slack.cards import FEEDBACK
 
 #: a person's message with an attachment still asks something; other subtypes never do
 ANSWERED_SUBTYPES = frozenset({None, "file_share"})
@@ -26,6 +28,11 @@ CHANNEL_DELETIONS = frozenset({"channel_deleted", "group_deleted"})
 #: a turn id fits a BIGINT
 TURN_ID_DIGITS = 18
 _TS = re.compile(r"^[0-9]{1,12}\.[0-9]{1,9}$")
+#: the longest channel, user or event ID the database keeps (Slack's are about 11)
+ID_CHARS = 64
+#: a message event's fields the bot reads, and what each must be when present
+_ID_FIELDS = ("type", "subtype", "channel", "channel_type", "user", "bot_id", "team")
+_TS_FIELDS = ("ts", "thread_ts", "event_ts", "deleted_ts")
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,8 @@ class Question:
     pane: bool = False
     #: asked by someone of another workspace (a shared channel): no write runs for them
     external: bool = False
+    #: the asker's team (a stream in a channel is for them: recipient_team_id)
+    team_id: str | None = None
 
     @property
     def channel(self) -> str:
@@ -71,13 +80,20 @@ class Question:
             "thread_ts": self.thread_ts,
             "pane": self.pane,
             "external": self.external,
+            "team": self.team_id,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Question:
         incoming = Incoming(data["channel"], data["text"], data["user"], data["ts"])
         external = bool(data.get("external"))  # a claim kept before there was the flag: no
-        return cls(incoming, data["thread_ts"], pane=data["pane"], external=external)
+        return cls(
+            incoming,
+            data["thread_ts"],
+            pane=data["pane"],
+            external=external,
+            team_id=data.get("team"),
+        )
 
     def job(self, event_id: str | None) -> Job:
         return Job(self.channel, self.ts, QUESTION, self.to_dict(), event_id)
@@ -94,9 +110,9 @@ def question_from(
     if event.get("subtype") not in ANSWERED_SUBTYPES:
         return None
     channel, ts, user = event.get("channel"), event.get("ts"), event.get("user")
-    if not (channel and ts and user):
+    text = event.get("text")
+    if not (channel and ts and user and isinstance(text, str)):
         return None
-    text = event.get("text") or ""
     in_dm = kind == "message" and event.get("channel_type") == "im"
     if not in_dm and not mentions(text, bot_user_id):
         return None
@@ -108,7 +124,8 @@ def question_from(
     pane = in_dm and event.get("thread_ts") is not None
     # Slack names the asker's own workspace in user_team (team in older events)
     team = event.get("user_team") or event.get("team")
-    return Question(incoming, thread_ts, pane=pane, external=is_external(team, home_team))
+    external = is_external(team, home_team)
+    return Question(incoming, thread_ts, pane=pane, external=external, team_id=team or home_team)
 
 
 @dataclass(frozen=True)
@@ -224,8 +241,10 @@ def change_of(payload: dict[str, Any]) -> Deletion | Edit | ChannelGone:
 @dataclass(frozen=True)
 class Press:
     """A button of the bot's pressed: ``action`` on turn ``turn_id`` by ``user`` at
-    ``action_ts``, in ``channel``. Where the press says the button was (its message) is
-    not kept: only the card recorded for the turn is ever edited."""
+    ``action_ts``, in ``channel`` (in thread ``thread_ts``, if the press says so);
+    ``verdict`` is a feedback button's (positive or negative). Where the press says the
+    button was (its message) is not kept: only the card recorded for the turn is ever
+    edited."""
 
     action: str
     turn_id: int
@@ -234,6 +253,8 @@ class Press:
     action_ts: str
     #: pressed by someone of another workspace (a shared channel)
     external: bool = False
+    verdict: str | None = None
+    thread_ts: str | None = None
 
     def job(self) -> Job:
         return Job(self.channel, self.action_ts, PRESS, dataclasses.asdict(self))
@@ -261,22 +282,77 @@ def press_from(
         action.get("action_ts"),
     )
     user_id, channel = user.get("id"), container.get("channel_id")
+    thread_ts = container.get("thread_ts")
     if action_id not in action_ids or not all(
         isinstance(x, str) and x for x in (value, action_ts, user_id, channel)
     ):
         return None
-    if not (value.isascii() and value.isdigit() and len(value) <= TURN_ID_DIGITS):
+    if not (_ts(action_ts) and (thread_ts is None or _ts(thread_ts))):
         return None
-    if not _TS.match(action_ts):
+    verdict, _, turn_id = value.rpartition(":") if action_id == FEEDBACK else ("", "", value)
+    if action_id == FEEDBACK and verdict not in (POSITIVE, NEGATIVE):
+        return None
+    if not (turn_id.isascii() and turn_id.isdigit() and len(turn_id) <= TURN_ID_DIGITS):
         return None
     external = is_external(user.get("team_id"), home_team)
-    return Press(action_id, int(value), user_id, channel, action_ts, external)
+    return Press(
+        action_id, int(turn_id), user_id, channel, action_ts, external, verdict or None, thread_ts
+    )
+
+
+def _ts(value: Any) -> bool:
+    return isinstance(value, str) and _TS.fullmatch(value) is not None
 
 
 def is_external(team: object, home_team: str | None) -> bool:
     """Whether ``team`` (a person's workspace, as the event names it) is another than the
     bot's: only when both are known."""
     return bool(home_team) and isinstance(team, str) and bool(team) and team != home_team
+
+
+def malformed(body: dict[str, Any]) -> str | None:
+    """Why a signed request cannot be an event the bot handles (a field missing or of the
+    wrong type; no value named), or None. A message or mention is checked field by field
+    here, before any rule above or Bolt reads it; other events are for Bolt's listeners."""
+    if body.get("type") != "event_callback":
+        return None
+    event, event_id = body.get("event"), body.get("event_id")
+    if not isinstance(event, dict):
+        return "an event_callback without an event"
+    if event_id is not None and not _is_id(event_id):
+        return "its event_id is not an ID"
+    if not isinstance(event.get("type"), str):
+        return "an event without a type"
+    if event["type"] not in ("app_mention", "message"):
+        return None
+    if problem := _odd_fields(event, "event"):
+        return problem
+    for name in ("message", "previous_message"):  # an edit's or deletion's message
+        inner = event.get(name)
+        if inner is None:
+            continue
+        if not isinstance(inner, dict):
+            return f"event.{name} is not a message"
+        if problem := _odd_fields(inner, f"event.{name}"):
+            return problem
+    return None
+
+
+def _odd_fields(message: dict[str, Any], where: str) -> str | None:
+    for name in _ID_FIELDS:
+        if message.get(name) is not None and not _is_id(message[name]):
+            return f"{where}.{name} is not an ID"
+    for name in _TS_FIELDS:
+        value = message.get(name)
+        if value is not None and not (isinstance(value, str) and _TS.match(value)):
+            return f"{where}.{name} is not a Slack timestamp"
+    if "text" in message and not isinstance(message["text"], str):
+        return f"{where}.text is not a string"
+    return None
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= ID_CHARS
 
 
 def is_ignored(event: dict[str, Any], bot_user_id: str | None) -> bool:

@@ -1,12 +1,10 @@
-"""LiveStatus: what a turn shows while it runs.
-
-The steps under way ("Looking up TASK-123 in Jira…") and, with STREAM_ANSWERS, the answer
-as the model writes it, in one message of the thread that is posted at the first step and
-then edited; in the assistant pane the steps go to the pane's status line instead. Slack
-allows about one edit a second, so at most one goes out per ``interval``: newer text
-replaces what waits. At the end the message is handed over (a streamed answer becomes the
-answer) or, once the answer is up, deleted. The live message's ts is told to
-``on_posted`` as soon as it is known, so that whoever takes the turn over can clean it up.
+"""LiveStatus: what a turn shows while it runs when its answer is not streamed (see
+bot.slack.stream): the steps under way ("Looking up TASK-123 in Jira…") in one message of
+the thread that is posted at the first step and then edited; in the assistant pane the
+steps go to the pane's status line instead. Slack allows about one edit a second, so at
+most one goes out per ``interval``: newer text replaces what waits. Once the answer is up,
+the message is deleted. Its ts is told to ``on_posted`` as soon as it is known, so that
+whoever takes the turn over can clean it up.
 """
 
 from __future__ import annotations
@@ -17,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from bot.messages import ToolCall
 from bot.slack.events import Thread
-from bot.slack.format import escape, format_answer, neutralise_mentions
+from bot.slack.format import escape, neutralise_mentions
 from bot.slack.poster import Poster
 
 #: at most one edit of the live message (or status) a second
@@ -43,7 +41,6 @@ class LiveStatus:
         self.interval = interval
         #: the live message, once posted
         self.ts: str | None = None
-        self._streamed = ""
         self._wanted: tuple[str, bool] | None = None  # (text, for the status line)
         self._shown: tuple[str, bool] | None = None
         self._last = float("-inf")
@@ -53,7 +50,6 @@ class LiveStatus:
 
     async def steps(self, calls: Sequence[ToolCall]) -> None:
         """A ProgressSink: the round's calls are about to run."""
-        self._streamed = ""  # text the model wrote before calling tools is not the answer
         steps = [self.describe(call) for call in calls]
         if self.pane:  # the status line is plain text: it neither pings nor links
             self._want("\n".join(f"{step}…" for step in steps), status=True)
@@ -62,17 +58,8 @@ class LiveStatus:
         shown = "\n".join(f"{neutralise_mentions(escape(step))}…" for step in steps)
         self._want(f"_{shown}_", status=False)
 
-    async def text(self, piece: str) -> None:
-        """A TextSink: the answer so far, as it will look (mrkdwn)."""
-        self._streamed += piece
-        shown = format_answer(self._streamed)
-        if shown:
-            self._want(shown[0], status=False)
-
-    async def close(self, *, keep: bool) -> str | None:
-        """The turn is over: nothing more goes out. With ``keep`` the live message is
-        returned for the answer to take over (if it holds streamed text); else ``clear``
-        deletes it."""
+    async def close(self) -> None:
+        """The turn is over: nothing more goes out (``clear`` deletes the message)."""
         self._closed = True
         if self._pending is not None:
             if not self._lock.locked():  # waiting: cancelled; sending: let it finish
@@ -81,14 +68,9 @@ class LiveStatus:
         async with self._lock:
             if self.pane:
                 await self.replies.status(self.thread, "")
-            if self.ts is not None and keep and self._streamed:
-                handed_over, self.ts = self.ts, None  # the answer's now, not ours to clear
-                return handed_over
-            return None
 
     async def clear(self) -> None:
-        """After ``close`` (and the answer): the live message goes, unless the answer
-        took it over."""
+        """After ``close`` (and the answer): the live message goes."""
         if self.ts is not None:
             ts, self.ts = self.ts, None
             await self.replies.delete(self.thread.channel, ts)

@@ -26,9 +26,11 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetr
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bot import metrics
 from bot.agent.conversations import Reply
 from bot.slack.events import Question, Thread
 from bot.slack.format import escape, format_answer
+from bot.slack.format.markdown import rest_of
 from bot.slack.pacing import ChannelPacer
 from bot.slack.workspace import NOT_SENT
 
@@ -42,8 +44,10 @@ SOMETHING_WENT_WRONG = (
 
 Blocks = list[dict[str, Any]]
 
-#: Web API methods that post anew each time they are sent
-POSTING_METHODS = frozenset({"chat.postMessage", "chat.postEphemeral"})
+#: Web API methods that post (or add to a streamed message) anew each time they are sent
+POSTING_METHODS = frozenset(
+    {"chat.postMessage", "chat.postEphemeral", "chat.startStream", "chat.appendStream"}
+)
 #: connection errors raised before the request went out, so it cannot have reached Slack
 NEVER_SENT = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
 #: the metadata event type of the bot's messages; its payload's ``post_id`` tells them apart
@@ -113,29 +117,51 @@ class Poster:
         *,
         post_id: str | None = None,
         look_first: bool = False,
+        held: int = 0,
+        footer: Blocks | None = None,
     ) -> None:
         """The answer as mrkdwn chunks in order, or the failure as one plain message.
-        ``into``: a message of the bot's (the streamed answer) that becomes the first chunk.
-        ``post_id``: the chunks' ids are derived from it; ``look_first``: a chunk already in
-        the thread is not posted again."""
-        if reply.ok:
-            chunks = format_answer(reply.text)
-        else:  # the core's message is already short and plain
-            chunks = [escape(reply.text)] if reply.text.strip() else []
-        chunks = chunks or [SOMETHING_WENT_WRONG]
-        if into is not None and await self.update(thread.channel, into, chunks[0]):
-            chunks = chunks[1:]
-        elif into is not None:
-            await self.delete(thread.channel, into)
+        ``into``: a message of the bot's (a stream that failed) that becomes the first chunk.
+        ``held``: a streamed message (``post_id``.0) holds that much of the answer already;
+        the rest follows it. ``post_id``: the chunks' ids are derived from it;
+        ``look_first``: a chunk already in the thread is not posted again (nor is what a
+        streamed message found there holds). ``footer``: blocks under the last chunk."""
         shown = await self._post_ids(thread) if look_first and post_id else {}
+        streamed = shown.get(f"{post_id}.0", {}).get("upto")
+        if isinstance(streamed, int) and 0 < streamed <= len(reply.text):
+            held, into = streamed, None
+        # the chunks' ids count from the streamed message (.0) when it holds the start
+        first = 1 if held else 0
+        chunks = self._chunks(reply, held)
+
+        def blocks(index: int) -> Blocks | None:
+            # a chunk is at most a section's 3,000 characters (see format_answer)
+            if not footer or index != len(chunks) - 1:
+                return None
+            return [{"type": "section", "text": {"type": "mrkdwn", "text": chunks[index]}}, *footer]
+
+        if into is not None and chunks:
+            metadata = _metadata(f"{post_id}.0" if post_id else None)
+            if await self.update(thread.channel, into, chunks[0], blocks(0), metadata=metadata):
+                chunks[0] = ""  # shown: it is .0
+            else:
+                await self.delete(thread.channel, into)
         async with self.pacer.turn(thread.channel) as pace:
-            for number, chunk in enumerate(chunks):
-                chunk_id = f"{post_id}.{number}" if post_id else None
-                if chunk_id in shown:
+            for index, chunk in enumerate(chunks):
+                chunk_id = f"{post_id}.{first + index}" if post_id else None
+                if not chunk or chunk_id in shown:
                     continue
                 await pace()
-                if await self._send(thread, chunk, post_id=chunk_id) is None:
+                if await self._send(thread, chunk, blocks(index), post_id=chunk_id) is None:
                     return  # the rest would fail the same way, and out of order
+
+    @staticmethod
+    def _chunks(reply: Reply, held: int) -> list[str]:
+        if not reply.ok:  # the core's message is already short and plain
+            return [escape(reply.text)] if reply.text.strip() else [SOMETHING_WENT_WRONG]
+        if held:
+            return format_answer(rest_of(reply.text, held))
+        return format_answer(reply.text) or [SOMETHING_WENT_WRONG]
 
     async def failed(self, thread: Thread) -> None:
         await self.post(thread, SOMETHING_WENT_WRONG)
@@ -159,9 +185,19 @@ class Poster:
             await pace()
             return await self._send(thread, text, blocks, post_id=post_id)
 
-    async def update(self, channel: str, ts: str, text: str, blocks: Blocks | None = None) -> bool:
+    async def update(
+        self,
+        channel: str,
+        ts: str,
+        text: str,
+        blocks: Blocks | None = None,
+        *,
+        metadata: dict[str, Any] | None = None,
+    ) -> bool:
         # blocks=[] takes a card's buttons away: the text is all that is left
-        call = self.client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks or [])
+        call = self.client.chat_update(
+            channel=channel, ts=ts, text=text, blocks=blocks or [], metadata=metadata
+        )
         return await self._quietly("chat.update", call) is not None
 
     async def delete(self, channel: str, ts: str) -> None:
@@ -201,19 +237,19 @@ class Poster:
                 blocks=blocks,
                 unfurl_links=False,
                 unfurl_media=False,
-                metadata={"event_type": POST_EVENT, "event_payload": {"post_id": post_id}},
+                metadata=_metadata(post_id),
             )
 
         try:
             return (await post()).get("ts")
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
             if not _may_have_posted(exc):
-                _log_failure("chat.postMessage", _reason(exc))
+                _log_failure("chat.postMessage", _failed("chat.postMessage", exc))
                 return None
             log.warning(
                 "lost Slack's response to chat.postMessage in %s (%s): looking for the message",
                 thread.channel,
-                _reason(exc),
+                _failed("chat.postMessage", exc),
             )
         found = await self._posted(thread, post_id)
         if found is not None:
@@ -223,23 +259,24 @@ class Poster:
 
     async def _posted(self, thread: Thread, post_id: str) -> str | None:
         """The ts of the message carrying ``post_id``, if Slack has it."""
-        return (await self._post_ids(thread)).get(post_id)
+        return (await self._post_ids(thread)).get(post_id, {}).get("ts")
 
-    async def _post_ids(self, thread: Thread) -> dict[str, str]:
-        """The bot's messages where a post to ``thread`` lands: ts by post id. Empty when
-        Slack cannot be asked: a message shown twice beats an answer lost."""
+    async def _post_ids(self, thread: Thread) -> dict[str, dict[str, Any]]:
+        """The bot's messages where a post to ``thread`` lands: their metadata's payload and
+        ts, by post id. Empty when Slack cannot be asked: a message shown twice beats an
+        answer lost."""
         found = {}
         try:
             for message in await self._messages_around(thread):
                 metadata = message.get("metadata") or {}
                 payload = metadata.get("event_payload") or {}
                 if metadata.get("event_type") == POST_EVENT and payload.get("post_id"):
-                    found[str(payload["post_id"])] = str(message["ts"])
+                    found[str(payload["post_id"])] = {**payload, "ts": str(message["ts"])}
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
             log.warning(
                 "could not look for the bot's messages in %s (%s): posting again",
                 thread.channel,
-                _reason(exc),
+                _failed(_read_method(thread), exc),
             )
         return found
 
@@ -260,7 +297,7 @@ class Poster:
         try:
             return await call
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
-            _log_failure(method, _reason(exc))
+            _log_failure(method, _failed(method, exc))
         return None
 
 
@@ -271,12 +308,29 @@ def _log_failure(method: str, reason: str) -> None:
     log.log(logging.DEBUG if quiet else logging.WARNING, "Slack %s failed: %s", method, reason)
 
 
+def _metadata(post_id: str | None) -> dict[str, Any] | None:
+    """What tells the bot's message apart when a thread is read back."""
+    if post_id is None:
+        return None
+    return {"event_type": POST_EVENT, "event_payload": {"post_id": post_id}}
+
+
 def _may_have_posted(exc: Exception) -> bool:
     """The connection failed once the request may have been sent: Slack may have posted it."""
     return isinstance(exc, (aiohttp.ClientError, TimeoutError)) and not isinstance(exc, NEVER_SENT)
 
 
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, SlackApiError):
-        return str(exc.response.get("error"))
-    return type(exc).__name__
+def _failed(method: str, exc: Exception) -> str:
+    """Why Slack's ``method`` failed (Slack's error code, or the connection error's name);
+    counted in bot_slack_api_errors_total unless it says that all is as wanted."""
+    reason = (
+        str(exc.response.get("error")) if isinstance(exc, SlackApiError) else type(exc).__name__
+    )
+    if reason not in ALREADY_SO and reason != NOT_SENT:
+        metrics.SLACK_API_ERRORS.labels(method, reason).inc()
+    return reason
+
+
+def _read_method(thread: Thread) -> str:
+    """The method ``_messages_around`` reads ``thread`` with."""
+    return "conversations.history" if thread.thread_ts is None else "conversations.replies"

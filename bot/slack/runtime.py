@@ -18,7 +18,6 @@ from datetime import timedelta
 
 import aiohttp
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-from slack_bolt.adapter.starlette.async_handler import AsyncSlackRequestHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
@@ -29,6 +28,7 @@ from starlette.responses import JSONResponse, Response
 from bot.config import Settings
 from bot.errors import AccessRevoked, BotError, SettingsError, StoreError
 from bot.messages import utcnow
+from bot.slack import ingress
 from bot.slack.app import build_slack_app, web_client
 from bot.slack.approvals import Approvals
 from bot.slack.delivery import Delivery
@@ -67,7 +67,8 @@ class SlackRuntime:
         self.socket_mode = socket_mode
         self.app: AsyncApp | None = None
         self.worker: Worker | None = None
-        self._http: AsyncSlackRequestHandler | None = None
+        #: HTTP mode: the signing secret, once started
+        self._secret: bytes | None = None
         self._socket: AsyncSocketModeHandler | None = None
         self._session: aiohttp.ClientSession | None = None
         #: what runs every so often: expiring approval requests, retention
@@ -79,10 +80,10 @@ class SlackRuntime:
         return self.services.jobs.in_flight
 
     async def handle_http(self, request: Request) -> Response:
-        """POST /slack/events (HTTP mode)."""
-        if self._http is None:  # not started yet
+        """POST /slack/events (HTTP mode): bot.slack.ingress checks it, then Bolt."""
+        if self.app is None or self._secret is None:  # not started yet
             return JSONResponse({"error": "starting"}, status_code=503)
-        return await self._http.handle(request)
+        return await ingress.handle(request, self.app, self._secret)
 
     async def start(self) -> None:
         self._session = aiohttp.ClientSession()
@@ -116,7 +117,7 @@ class SlackRuntime:
             self._socket.client.wss_uri = await self._socket_url(client)
             await self._socket.connect_async()
         else:
-            self._http = AsyncSlackRequestHandler(self.app)
+            self._secret = self.settings.SLACK_SIGNING_SECRET.encode()
         log.info(
             "Slack connected as %s in %s via %s",
             identity.bot_user_id,

@@ -7,7 +7,7 @@
 * A change: a message deleted or edited in Slack is deleted or edited in the history too
   (a stopped turn whose question was deleted expires, and its card says so); a channel
   deleted in Slack is forgotten whole.
-* A press: see Approvals.
+* A press: see Approvals; of the feedback buttons, see bot.slack.feedback.
 * Channel names (for the admin pages) are asked of Slack once per channel and process,
   after its first answer, one at a time at conversations.info's pace (a Tier 3 method: 50
   or so a minute), so a burst of new channels neither waits for them nor trips the limit.
@@ -25,6 +25,7 @@ from bot.errors import StoreError
 from bot.jobs import Job
 from bot.jobs.runner import Jobs
 from bot.slack.approvals import Approvals
+from bot.slack.cards import FEEDBACK
 from bot.slack.delivery import Delivery
 from bot.slack.events import (
     CHANGE,
@@ -37,6 +38,7 @@ from bot.slack.events import (
     Question,
     change_of,
 )
+from bot.slack.feedback import give_feedback
 from bot.slack.poster import Poster
 
 log = logging.getLogger(__name__)
@@ -85,7 +87,10 @@ class Worker:
         if job.kind == CHANGE:
             return await self._follow(job)
         if job.kind == PRESS:
-            return await self.approvals.press(Press.from_dict(job.payload), resumed=job.resumed)
+            press = Press.from_dict(job.payload)
+            if press.action == FEEDBACK:
+                return await give_feedback(self.sessions, self.poster, press)
+            return await self.approvals.press(press, resumed=job.resumed)
         log.warning("job %s in %s of unknown kind %r: dropped", job.key, job.channel, job.kind)
         return True
 

@@ -4,14 +4,16 @@ session forgotten, retention. Turns write through TurnStore (bot.store.turns).""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, delete, func, select, update
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from bot.messages import (
+    NEGATIVE,
+    POSITIVE,
     Message,
     Outcome,
     SessionSummary,
@@ -21,8 +23,12 @@ from bot.messages import (
     utcnow,
 )
 from bot.store.db import Engines, insert_for, store_errors
+from bot.store.feedback import attach
+from bot.store.feedback import counts as feedback_counts
 from bot.store.models import ChannelRow, MessageRow, TurnRow
 from bot.store.window import Windows, storable
+
+T = TypeVar("T")
 
 
 class HistoryStore:
@@ -46,22 +52,43 @@ class HistoryStore:
             )
             return [message_from(row) for row in rows]
 
-    @store_errors
-    async def iter_messages(
+    def iter_messages(
         self, channel_id: str | None = None, batch: int = 1000
     ) -> AsyncIterator[tuple[str, Message]]:
         """Every stored message (of one channel or all), ordered, read in batches."""
+        return self._in_batches(MessageRow, message_from, channel_id, batch)
+
+    def iter_turns(
+        self, channel_id: str | None = None, batch: int = 1000
+    ) -> AsyncIterator[tuple[str, TurnRecord]]:
+        """Every recorded turn (of one channel or all), oldest first, with its feedback, read
+        in batches."""
+        return self._in_batches(TurnRow, turn_from, channel_id, batch, complete=attach)
+
+    @store_errors
+    async def _in_batches(
+        self,
+        table: type[MessageRow] | type[TurnRow],
+        convert: Callable[[Any], T],
+        channel_id: str | None,
+        batch: int,
+        complete: Callable[[AsyncConnection, list[T]], Awaitable[None]] | None = None,
+    ) -> AsyncIterator[tuple[str, T]]:
+        """``convert``ed rows in id order; ``complete`` adds what other tables hold."""
         last_id = 0
         while True:
-            query = select(MessageRow.__table__).where(MessageRow.id > last_id)
+            query = select(table.__table__).where(table.id > last_id)
             if channel_id is not None:
-                query = query.where(MessageRow.channel_id == channel_id)
+                query = query.where(table.channel_id == channel_id)
             async with self.engines.reads.connect() as connection:
-                rows = (await connection.execute(query.order_by(MessageRow.id).limit(batch))).all()
+                rows = (await connection.execute(query.order_by(table.id).limit(batch))).all()
+                items = [convert(row) for row in rows]
+                if complete is not None:
+                    await complete(connection, items)
             if not rows:
                 return
-            for row in rows:
-                yield row.channel_id, message_from(row)
+            for row, item in zip(rows, items, strict=True):
+                yield row.channel_id, item
             last_id = rows[-1].id
 
     @store_errors
@@ -72,7 +99,9 @@ class HistoryStore:
                 .where(TurnRow.channel_id == channel_id)
                 .order_by(TurnRow.id)
             )
-            return [turn_from(row) for row in rows]
+            turns = [turn_from(row) for row in rows]
+            await attach(connection, turns)
+            return turns
 
     @store_errors
     async def list_sessions(self) -> list[SessionSummary]:
@@ -95,8 +124,17 @@ class HistoryStore:
             names = dict(
                 (await connection.execute(select(ChannelRow.channel_id, ChannelRow.name))).all()
             )
+            verdicts = await feedback_counts(connection)
         summaries = [
-            SessionSummary(channel, names.get(channel), count, turns.get(channel, 0), last)
+            SessionSummary(
+                channel,
+                names.get(channel),
+                count,
+                turns.get(channel, 0),
+                last,
+                verdicts.get(channel, {}).get(POSITIVE, 0),
+                verdicts.get(channel, {}).get(NEGATIVE, 0),
+            )
             for channel, count, last in counts
         ]
         summaries.sort(key=lambda s: s.last_activity or datetime.min, reverse=True)

@@ -57,6 +57,20 @@ class TurnRow(Base):
     )
 
 
+class FeedbackRow(Base):
+    """One person's verdict on a turn's answer; a later press of theirs replaces it."""
+
+    __tablename__ = "feedback"
+
+    turn_id: Mapped[int] = mapped_column(
+        BigId, ForeignKey("turns.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    #: positive or negative
+    value: Mapped[str] = mapped_column(String(16))
+    given_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class MessageRow(Base):
     """One message of a channel's history; ``position`` orders the channel."""
 

@@ -193,7 +193,12 @@ def storable(text: str | None) -> str | None:
 
 
 def windowed(message: Message) -> Message:
-    """``message`` as the window read gives it back: as stored, with what a request needs."""
+    """``message`` as the window read gives it back: as stored, with what a request needs
+    (a later turn's request does not replay this turn's reasoning)."""
     return message.with_(
-        content=storable(message.content), user_id=None, slack_ts=None, created_at=None
+        content=storable(message.content),
+        user_id=None,
+        slack_ts=None,
+        created_at=None,
+        replay=(),
     )

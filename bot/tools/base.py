@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from bot import telemetry
 from bot.errors import ToolError
 from bot.messages import ToolCall, ToolSpec
 from bot.tools.schema import MARKER_ARGUMENT, SchemaArguments, describe_function
@@ -317,6 +318,14 @@ class ToolRegistry:
         return await self._bounded(call, recovering=True)
 
     async def _bounded(self, call: ToolCall, *, recovering: bool) -> str:
+        known = call.name in self._tools
+        with telemetry.tool_call(call.name, call.id, call.arguments, known=known) as observed:
+            result, ok = await self._outcome(call, recovering)
+            observed.done(result, ok=ok)
+        return result
+
+    async def _outcome(self, call: ToolCall, recovering: bool) -> tuple[str, bool]:
+        """The call's result, and whether it is not an error."""
         started = time.perf_counter()
         self._start_sources()
         try:
@@ -336,13 +345,13 @@ class ToolRegistry:
                 raise ToolError(f"'{call.name}' timed out after {limit:g} s.") from None
             result = _encode(value)
             log.info("tool %s ok in %.0f ms", call.name, (time.perf_counter() - started) * 1000)
-            return result
+            return result, True
         except ToolError as exc:
             log.info("tool %s error: %s", call.name, exc)
-            return error_result(str(exc))
+            return error_result(str(exc)), False
         except Exception as exc:
             log.exception("tool %s raised", call.name)
-            return error_result(f"'{call.name}' failed unexpectedly ({type(exc).__name__}).")
+            return error_result(f"'{call.name}' failed unexpectedly ({type(exc).__name__})."), False
 
 
 class _Blank(dict):  # type: ignore[type-arg]
@@ -359,6 +368,17 @@ def _short(value: Any, limit: int = 60) -> str:
 
 def error_result(message: str) -> str:
     return json.dumps({"error": message}, ensure_ascii=False)
+
+
+def is_error_result(output: str) -> bool:
+    """Whether a call's result says it failed (``{"error": ...}``)."""
+    if not output.startswith('{"error"'):
+        return False
+    try:
+        value = json.loads(output)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(value, dict) and set(value) == {"error"}
 
 
 async def _invoke(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:

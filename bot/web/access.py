@@ -54,9 +54,13 @@ class Auth:
     def matches(self, candidate: str) -> bool:
         return hmac.compare_digest(candidate.encode(), self._token)
 
-    def identify(self, request: Request) -> Admin | None:
+    def bearer(self, request: Request) -> bool:
+        """Whether the request carries ``Authorization: Bearer <the token>``."""
         scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and self.matches(credentials.strip()):
+        return scheme.lower() == "bearer" and self.matches(credentials.strip())
+
+    def identify(self, request: Request) -> Admin | None:
+        if self.bearer(request):
             return Admin(csrf=None)
         cookie = request.cookies.get(SESSION_COOKIE)
         if not cookie:

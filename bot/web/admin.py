@@ -28,7 +28,7 @@ from bot.agent.sessions import Sessions
 from bot.documents import EXPORT_FORMATS, pretty_json, session_list
 from bot.messages import SessionSummary, iso
 from bot.web.access import Admin, Auth, SecurityHeaders, mount_root, safe_next
-from bot.web.transcript import PROBLEM_OUTCOMES, transcript
+from bot.web.transcript import PROBLEM_OUTCOMES, Section, disliked, transcript
 
 SEARCH_MAX_CHARS = 200
 
@@ -159,6 +159,9 @@ class AdminSite:
         order = query.get("order") if query.get("order") in ("asc", "desc") else None
         order = order or _SORTS[sort].default_order
         summaries = await self.sessions.summaries()
+        disliked_only = query.get("feedback") == "negative"
+        if disliked_only:
+            summaries = [s for s in summaries if s.negative]
         if search:
             summaries = await self._search(summaries, search)
         summaries.sort(key=_SORTS[sort].key, reverse=order == "desc")
@@ -172,6 +175,7 @@ class AdminSite:
             order=order,
             columns=_columns(sort, order, search),
             deleted=query.get("deleted"),
+            disliked_only=disliked_only,
         )
 
     async def _search(self, summaries: list[SessionSummary], text: str) -> list[SessionSummary]:
@@ -192,8 +196,9 @@ class AdminSite:
         if not await self.sessions.exists(channel):
             return self.message(request, admin, "No stored session for that channel.", 404)
         messages, turns = await self.sessions.read(channel)
-        problems_only = request.query_params.get("turns") == "problems"
-        sections = [s for s in transcript(messages, turns) if not problems_only or s.is_problem]
+        shown = request.query_params.get("turns")
+        shown = shown if shown in _TURN_FILTERS else "all"
+        sections = [s for s in transcript(messages, turns) if _TURN_FILTERS[shown](s)]
         return self.render(
             request,
             admin,
@@ -202,7 +207,8 @@ class AdminSite:
             message_count=len(messages),
             turns=turns,
             problem_count=sum(turn.outcome in PROBLEM_OUTCOMES for turn in turns),
-            problems_only=problems_only,
+            disliked_count=sum(disliked(turn) for turn in turns),
+            shown=shown,
             sections=sections,
         )
 
@@ -252,6 +258,14 @@ class AdminSite:
         if not await self.sessions.exists(channel):
             return JSONResponse({"error": "no stored session for that channel"}, 404)
         return JSONResponse(await self.sessions.document(channel))
+
+
+#: the session page's filters of its turns (``?turns=``)
+_TURN_FILTERS: dict[str, Callable[[Section], bool]] = {
+    "all": lambda section: True,
+    "problems": lambda section: section.is_problem,
+    "negative": lambda section: section.turn is not None and disliked(section.turn),
+}
 
 
 # -- sorting the sessions list -------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The ASGI app: ``POST /slack/events`` (HTTP mode), ``GET /healthz`` and ``/admin``.
+"""The ASGI app: ``POST /slack/events`` (HTTP mode), ``GET /healthz``, ``GET /metrics`` and
+``/admin``.
 
     app = create_app(services, slack)   # starts and stops Slack and the services itself
 
@@ -18,11 +19,12 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from bot.slack.runtime import SlackRuntime
 from bot.web.admin import admin_app
+from bot.web.metrics import metrics_route
 from bot.wiring import Services
 
 
 def create_app(services: Services, slack: SlackRuntime | None = None) -> Starlette:
-    """The app; without ``slack`` it serves /healthz and /admin only."""
+    """The app; without ``slack`` it serves /healthz, /metrics and /admin only."""
 
     async def healthz(request: Request) -> Response:
         if await services.sessions.ping():
@@ -32,6 +34,9 @@ def create_app(services: Services, slack: SlackRuntime | None = None) -> Starlet
     routes: list[BaseRoute] = [Route("/healthz", healthz, methods=["GET"])]
     if slack is not None and not slack.socket_mode:
         routes.append(Route("/slack/events", slack.handle_http, methods=["POST"]))
+    scrape = metrics_route(services.settings)
+    if scrape is not None:  # without a token, /metrics stays a 404
+        routes.append(scrape)
     admin = admin_app(services.sessions, services.settings.ADMIN_TOKEN)
     if admin is not None:  # without ADMIN_TOKEN, /admin stays a 404
         routes.append(Mount("/admin", app=admin))

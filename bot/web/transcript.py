@@ -7,12 +7,17 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.messages import Message, Outcome, ToolCall, TurnRecord
+from bot.messages import NEGATIVE, Message, Outcome, ToolCall, TurnRecord
 
 #: turns the "problems" filter shows: they failed or hit the round cap
 PROBLEM_OUTCOMES = frozenset(
     {Outcome.ERROR, Outcome.INTERRUPTED, Outcome.TRUNCATED, Outcome.MAX_ROUNDS}
 )
+
+
+def disliked(turn: TurnRecord) -> bool:
+    """Someone gave the turn's answer a thumbs-down (the filter of such turns shows it)."""
+    return any(given.value == NEGATIVE for given in turn.feedback)
 
 
 @dataclass

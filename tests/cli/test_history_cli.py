@@ -14,6 +14,7 @@ import pytest
 
 from bot.messages import Message, ToolCall, utcnow
 from bot.store.db import create_engine
+from bot.store.feedback import FeedbackStore
 from bot.store.history import HistoryStore
 from tests.cli.helpers import run_bot
 from tests.stored_turns import add_turn
@@ -75,7 +76,15 @@ def test_list_is_an_aligned_table(bot) -> None:  # type: ignore[no-untyped-def]
 
     assert result.returncode == 0, result.stderr
     header, *rows = result.stdout.splitlines()
-    assert header.split() == ["CHANNEL", "NAME", "MESSAGES", "TURNS", "LAST", "ACTIVITY"]
+    assert header.split() == [
+        "CHANNEL",
+        "NAME",
+        "MESSAGES",
+        "TURNS",
+        "LAST",
+        "ACTIVITY",
+        "FEEDBACK",
+    ]
     assert rows[0].split()[:4] == ["C0123", "général", "5", "2"]  # most recent first
     assert rows[1].split()[:3] == ["D0456", "2", "1"]
     when = header.index("LAST ACTIVITY")
@@ -84,6 +93,7 @@ def test_list_is_an_aligned_table(bot) -> None:  # type: ignore[no-untyped-def]
         assert row[when : when + 2] == "20"  # the dates start under their heading
         assert row[turns_end - 1].isdigit()  # counts are right-aligned
     assert "UTC" in rows[0]
+    assert rows[0].endswith("👍 0 👎 0")  # no feedback given yet
 
 
 def test_list_json_is_the_document(bot) -> None:  # type: ignore[no-untyped-def]
@@ -99,6 +109,7 @@ def test_list_json_is_the_document(bot) -> None:  # type: ignore[no-untyped-def]
         "messages": 2,
         "turns": 1,
         "last_activity": old["last_activity"],
+        "feedback": {"positive": 0, "negative": 0},
     }
 
 
@@ -236,6 +247,67 @@ def test_export_csv_to_stdout_and_to_a_file(bot, tmp_path: Path) -> None:  # typ
     assert target.read_bytes() == result.stdout.encode("utf-8").replace(b"\n", b"\r\n").replace(
         b"\r\r\n", b"\r\n"
     )
+
+
+def test_export_turns_as_jsonl_and_as_a_second_csv(bot, tmp_path: Path, database_url: str) -> None:  # type: ignore[no-untyped-def]
+    first_id = json.loads(bot("history", "show", "C0123", "--json").stdout)["turns"][0]["id"]
+
+    async def feedback() -> None:
+        engine = create_engine(database_url)
+        await FeedbackStore(engine).record(first_id, "C0123", "U2", "positive")
+        await engine.dispose()
+
+    asyncio.run(feedback())
+    result = bot("history", "export", "--turns")
+
+    assert result.returncode == 0, result.stderr
+    turns = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [(t["channel_id"], t["outcome"]) for t in turns] == [
+        ("C0123", "answered"),
+        ("C0123", "error"),
+        ("D0456", "max_rounds"),
+    ]
+    # each the turn's document of history show --json, with its channel first
+    shown = json.loads(bot("history", "show", "C0123", "--json").stdout)["turns"]
+    assert [{k: v for k, v in t.items() if k != "channel_id"} for t in turns[:2]] == shown
+    first = turns[0]
+    assert first["rounds"] == 1 and first["tools"] == ["jira_get_issue"]
+    assert (first["tokens_in"], first["tokens_out"], first["latency_ms"]) == (1500, 120, 2345)
+    assert first["user_id"] == "U1" and first["model"] == "gpt-test"
+    assert turns[1]["error"] == "model timed out"
+    assert [(f["user_id"], f["value"]) for f in first["feedback"]] == [("U2", "positive")]
+
+    target = tmp_path / "turns.csv"
+    to_file = bot("history", "export", "--turns", "--format", "csv", "--output", str(target))
+    assert to_file.returncode == 0, to_file.stderr
+    assert f"Exported 3 turns to {target}" in to_file.stderr
+    rows = list(csv.DictReader(io.StringIO(target.read_text(encoding="utf-8"), newline="")))
+    assert list(rows[0]) == [
+        "channel_id",
+        "id",
+        "slack_ts",
+        "user_id",
+        "started_at",
+        "outcome",
+        "rounds",
+        "tools",
+        "tokens_in",
+        "tokens_out",
+        "latency_ms",
+        "feedback",
+        "model",
+        "api_mode",
+        "error",
+    ]
+    assert [row["outcome"] for row in rows] == ["answered", "error", "max_rounds"]
+    assert json.loads(rows[0]["tools"]) == ["jira_get_issue"]
+    assert (rows[0]["tokens_in"], rows[0]["latency_ms"]) == ("1500", "2345")
+    assert rows[1]["tools"] == "[]" and rows[1]["error"] == "model timed out"
+    assert json.loads(rows[0]["feedback"]) == first["feedback"]
+    assert json.loads(rows[1]["feedback"]) == []
+
+    one = bot("history", "export", "--turns", "--channel", "D0456")
+    assert [json.loads(line)["outcome"] for line in one.stdout.splitlines()] == ["max_rounds"]
 
 
 def test_delete_needs_yes_when_nobody_can_answer(bot) -> None:  # type: ignore[no-untyped-def]

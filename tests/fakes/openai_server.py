@@ -17,6 +17,10 @@ Reply(tool_calls=[...])), or a callable `Request -> step` (sync or async; one re
 means "no reply", like an empty queue). When the queue is empty, `fake.responder` is asked;
 without one the fake answers 500 "fake: no scripted reply".
 
+A Reply with `reasoning` text makes a reasoning model (gpt-5, o-series) start its Responses
+output with a reasoning item; tests/fakes/openai_reasoning.py holds the rules the real API
+enforces for those items on the way back.
+
 `fake.apis` (default {"chat", "responses"}) are the endpoints served: take one out and its path
 answers 404 `{"detail": "Not Found"}`, as a server without that API does (vLLM, LiteLLM).
 
@@ -47,6 +51,7 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.responses import Response as HttpResponse
 from starlette.routing import Route
 
+from tests.fakes.openai_reasoning import Reasoning
 from tests.fakes.serve import ServedApp, StopsOnExit, serve_in_thread
 
 __all__ = ["Fail", "FakeOpenAI", "Hang", "Raw", "Reply", "Request", "ToolUse"]
@@ -83,6 +88,9 @@ class Reply:
     tool_calls: list[ToolUse] = field(default_factory=list)
     finish_reason: str | None = None
     usage: tuple[int, int] | None = None  # (prompt/input tokens, completion/output tokens)
+    #: what a reasoning model thought first: on the Responses API its output starts with a
+    #: reasoning item (see tests/fakes/openai_reasoning.py); the text itself is never sent
+    reasoning: str | None = None
 
     def __post_init__(self) -> None:
         self.tool_calls = list(self.tool_calls)
@@ -825,7 +833,7 @@ def _validate_responses_input(body: dict[str, Any]) -> list[dict[str, Any]]:
         if item_id is not None:
             if not isinstance(item_id, str):
                 raise _invalid_type(f"{p}.id", "a string", item_id)
-            prefix = {"message": "msg", "function_call": "fc"}.get(itype)
+            prefix = {"message": "msg", "function_call": "fc", "reasoning": "rs"}.get(itype)
             if prefix and not item_id.startswith(prefix):
                 raise _ApiError(
                     400,
@@ -1126,7 +1134,10 @@ def _response_events(response: dict[str, Any]) -> list[dict[str, Any]]:
     emit("response.created", response=pending)
     emit("response.in_progress", response=pending)
     for index, item in enumerate(response["output"]):
-        if item["type"] == "message":
+        if item["type"] == "reasoning":
+            bare = {k: v for k, v in item.items() if k != "encrypted_content"}
+            emit("response.output_item.added", output_index=index, item=bare)
+        elif item["type"] == "message":
             part = item["content"][0]
             emit(
                 "response.output_item.added",
@@ -1217,6 +1228,7 @@ class FakeOpenAI(StopsOnExit):
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._stored: dict[str, list[dict[str, Any]]] = {}
+        self._reasoning = Reasoning(_ApiError)
         #: the endpoints served; another answers 404 as a server without that API does
         self.apis: set[str] = {"chat", "responses"}
         app = Starlette(
@@ -1253,6 +1265,7 @@ class FakeOpenAI(StopsOnExit):
             self._queue.clear()
             self.requests.clear()
             self._stored.clear()
+        self._reasoning.clear()
         self.responder = None
         self.latency = 0.0
         self.apis = {"chat", "responses"}
@@ -1384,6 +1397,8 @@ class FakeOpenAI(StopsOnExit):
             return JSONResponse(_chat_completion(body, answer), headers=headers)
 
         response = _response_object(body, answer)
+        if reply.reasoning:
+            response["output"] = self._reasoning.think(body, response["output"])
         if body.get("store", True) is not False:
             with self._lock:
                 self._stored[response["id"]] = history + response["output"]
@@ -1408,6 +1423,8 @@ class FakeOpenAI(StopsOnExit):
                 )
             previous = list(stored)
         items = _validate_responses_input(body)
+        self._reasoning.check_include(body, _invalid_type, _invalid_value)
+        self._reasoning.check_input(body, items)
         _validate_responses_tools(body)
         history = previous + items
         _check_function_call_pairs(history)

@@ -16,7 +16,8 @@ State you can set: `slack.known_channels` (a set; empty = every channel exists),
 request held open, before or after it is handled; `held` lists those). What happened:
 `calls`, `calls_to(method)`, `messages(channel)`, `thread(channel, ts)`,
 `reactions(channel, ts)`, `ephemeral_messages`, `assistant_status`, `suggested_prompts`,
-`thread_titles`.
+`thread_titles`, `streams(channel)` (Slack's streaming methods: see tests.fakes.slack_streams,
+and `refuse_stream_after` to have streams expire).
 
 The server runs in its own thread (see tests.fakes.serve), so all state is behind a lock and the
 accessors return copies.
@@ -47,6 +48,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from tests.fakes.serve import ServedApp, StopsOnExit, serve_in_thread
+from tests.fakes.slack_streams import StreamError, StreamMethods
 
 __all__ = [
     "Call",
@@ -114,7 +116,7 @@ class _SlackError(Exception):
 _Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class FakeSlack(StopsOnExit):
+class FakeSlack(StreamMethods, StopsOnExit):
     """The fake Slack Web API, serving on 127.0.0.1 from the moment it is created."""
 
     def __init__(
@@ -373,7 +375,10 @@ class FakeSlack(StopsOnExit):
                     raise _SlackError("not_authed")
                 if token != self.bot_token:
                     raise _SlackError("invalid_auth")
-                body = {"ok": True, **handler(args)}
+                try:
+                    body = {"ok": True, **handler(args)}
+                except StreamError as exc:
+                    raise _SlackError(exc.error, *filter(None, [exc.detail])) from None
             except _SlackError as exc:
                 body = exc.body()
             self._calls.append(Call(method, args, token, status, body))
@@ -443,12 +448,21 @@ class FakeSlack(StopsOnExit):
             "is_enterprise_install": False,
         }
 
+    def _check_blocks_and_metadata(self, args: dict[str, Any]) -> None:
+        if "blocks" in args:
+            _check_blocks(args["blocks"])
+        _check_metadata(args)
+
+    def _new_message(self, channel: str, args: dict[str, Any]) -> dict[str, Any]:
+        message = self._bot_message(args, self._next_ts())
+        self._messages[channel].append(message)
+        return message
+
     def _post_message(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._require_channel(args)
         _check_content(args, required=True)
         _check_metadata(args)
-        message = self._bot_message(args, self._next_ts())
-        self._messages[channel].append(message)
+        message = self._new_message(channel, args)
         return {"channel": channel, "ts": message["ts"], "message": self._message_response(message)}
 
     def _update(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -500,43 +514,6 @@ class FakeSlack(StopsOnExit):
             }
         )
         return {"message_ts": ts}
-
-    def _start_stream(self, args: dict[str, Any]) -> dict[str, Any]:
-        channel = self._require_channel(args)
-        if not args.get("thread_ts"):
-            raise _SlackError("invalid_arguments", "missing required field: thread_ts")
-        text = _stream_text(args)
-        message = self._bot_message({"thread_ts": args["thread_ts"], "text": text}, self._next_ts())
-        message["_streaming"] = True
-        message["streaming"] = True
-        self._messages[channel].append(message)
-        return {"channel": channel, "ts": message["ts"]}
-
-    def _streaming_message(self, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        channel = self._require_channel(args)
-        message = self._find(channel, args.get("ts"))
-        if not message.get("_streaming"):
-            raise _SlackError("message_not_in_streaming_state")
-        return channel, message
-
-    def _append_stream(self, args: dict[str, Any]) -> dict[str, Any]:
-        channel, message = self._streaming_message(args)
-        if not args.get("markdown_text") and not args.get("chunks"):
-            raise _SlackError("invalid_arguments", "missing required field: markdown_text")
-        message["text"] += _stream_text(args)
-        return {"channel": channel, "ts": message["ts"]}
-
-    def _stop_stream(self, args: dict[str, Any]) -> dict[str, Any]:
-        channel, message = self._streaming_message(args)
-        message["text"] += _stream_text(args)
-        if "blocks" in args:
-            _check_blocks(args["blocks"])
-            message["blocks"] = args["blocks"]
-        if "metadata" in args:
-            message["metadata"] = args["metadata"]
-        message["_streaming"] = False
-        message["streaming"] = False
-        return {"channel": channel, "ts": message["ts"], "message": self._message_response(message)}
 
     def _reaction_target(self, args: dict[str, Any]) -> tuple[tuple[str, str], str]:
         if not args.get("channel") or not args.get("timestamp"):
@@ -807,11 +784,38 @@ def _check_blocks(blocks: Any) -> None:
             text = block.get("text")
             if not isinstance(text, str) or not text or len(text) > MAX_MARKDOWN_TEXT:
                 raise _SlackError("invalid_blocks", f"invalid markdown text {where}/text")
-        elif kind in ("context", "actions"):
+        elif kind in ("context", "actions", "context_actions"):
             elements = block.get("elements")
-            limit = 10 if kind == "context" else 25
+            limit = _ELEMENT_LIMITS[kind]
             if not isinstance(elements, list) or not elements or len(elements) > limit:
                 raise _SlackError("invalid_blocks", f"1 to {limit} elements needed {where}")
+            if kind == "context_actions":
+                for j, element in enumerate(elements):
+                    _check_context_action(element, f"{where}/elements/{j}")
+
+
+_ELEMENT_LIMITS = {"context": 10, "actions": 25, "context_actions": 5}
+
+
+def _check_context_action(element: Any, where: str) -> None:
+    """A context_actions element: feedback_buttons (both buttons, each with a plain text
+    of at most 75 characters and a value) or an icon_button."""
+    kind = element.get("type") if isinstance(element, dict) else None
+    if kind not in ("feedback_buttons", "icon_button"):
+        raise _SlackError("invalid_blocks", f"unsupported element type [json-pointer:{where}]")
+    action_id = element.get("action_id")
+    if action_id is not None and (not isinstance(action_id, str) or len(action_id) > 255):
+        raise _SlackError("invalid_blocks", f"invalid action_id [json-pointer:{where}]")
+    if kind != "feedback_buttons":
+        return
+    for side in ("positive_button", "negative_button"):
+        button = element.get(side)
+        if not isinstance(button, dict):
+            raise _SlackError("invalid_blocks", f"missing required field: {side} {where}")
+        _check_text_object(button.get("text"), 75, f"{where}/{side}/text", plain=True)
+        value = button.get("value")
+        if not isinstance(value, str) or not value or len(value) > 2000:
+            raise _SlackError("invalid_blocks", f"invalid value [json-pointer:{where}/{side}]")
 
 
 def _check_text_object(obj: Any, limit: int, where: str, *, plain: bool = False) -> None:
@@ -825,18 +829,6 @@ def _check_text_object(obj: Any, limit: int, where: str, *, plain: bool = False)
         raise _SlackError(
             "invalid_blocks", f"must be less than {limit + 1} characters [json-pointer:{where}]"
         )
-
-
-def _stream_text(args: dict[str, Any]) -> str:
-    text = args.get("markdown_text") or ""
-    if not isinstance(text, str):
-        raise _SlackError("invalid_arguments", "markdown_text must be a string")
-    if len(text) > MAX_MARKDOWN_TEXT:
-        raise _SlackError("msg_too_long")
-    for chunk in args.get("chunks") or []:
-        if isinstance(chunk, dict) and chunk.get("type") == "markdown_text":
-            text += str(chunk.get("text", ""))
-    return text
 
 
 def _flag(value: Any) -> bool:

@@ -103,6 +103,22 @@ async def test_an_unreadable_stream_is_a_plain_error(
     assert fake_openai.requests[-1].stream
 
 
+async def test_an_unknown_item_is_not_mistaken_for_a_missing_api(
+    make_services, fake_openai: FakeOpenAI
+) -> None:
+    """A 404 naming an input item (the Responses API has it, the item is not stored) is a
+    bad request, not a server without /responses."""
+    from tests.fakes.openai_server import Fail
+
+    services = make_services(LLM_API="responses")
+    message = "Item with id 'rs_1' not found. Items are not persisted when `store` is false."
+    fake_openai.script(Fail(404, message=message, param="input"))
+    reply, _ = await ask(services)
+    assert not reply.ok and "LLM_API" not in reply.text
+    (turn,) = await history(services).turns("C1")
+    assert turn.error.startswith("bad_request")
+
+
 @pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_streamed_text_and_tool_calls_are_read(
     make_services, fake_openai: FakeOpenAI, api: str

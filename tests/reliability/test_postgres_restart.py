@@ -98,41 +98,47 @@ async def test_connections_dropped_between_and_during_turns(
 async def test_connection_dropped_while_the_channel_is_released(
     postgres_url: str, fake_openai: FakeOpenAI
 ) -> None:
-    """The connection that releases the channel's lock (deletes its ticket) at the end of
+    """The connection that leaves a channel (deletes its channel_holds row) at the end of
     a turn is terminated mid-statement -> the turn is answered all the same, and the next
-    turn in that channel starts at once: the release is tried again on a new connection
-    instead of leaving the channel blocked until the ticket expires (TICKET_TTL, 45 s)."""
+    turn in that channel starts at once: leaving is tried again on a new connection
+    instead of leaving the channel held until the hold's lease runs out."""
     settings = load_settings(
         DATABASE_URL=postgres_url, OPENAI_API_KEY="test-key", OPENAI_BASE_URL=fake_openai.base_url
     )
     services = build_services(settings)
     fake_openai.responder = lambda request: Reply(text="ok: " + last_user_text(request))
+
+    async def held_turn(incoming: Incoming) -> Answer:
+        # as a shell runs a turn: the channel held around it
+        async with services.jobs.hold(incoming.channel_id):
+            return await services.conversations.handle(incoming)
+
     # one connection holds the lock, the other watches (pg_stat_activity is a snapshot
     # for the length of a transaction)
     locker = await asyncpg.connect(postgres_url)
     watcher = await asyncpg.connect(postgres_url)
     try:
         fake_openai.latency = 0.5
-        in_flight = asyncio.create_task(services.conversations.handle(Incoming("CT", "one")))
+        in_flight = asyncio.create_task(held_turn(Incoming("CT", "one")))
         await until(lambda: fake_openai.requests, "the model request")
-        # the ticket's DELETE will wait for this lock; then its backend is ended
+        # the hold's DELETE will wait for this lock; then its backend is ended
         blocker = locker.transaction()
         await blocker.start()
-        await locker.execute("LOCK TABLE channel_tickets IN SHARE ROW EXCLUSIVE MODE")
+        await locker.execute("LOCK TABLE channel_holds IN SHARE ROW EXCLUSIVE MODE")
         pid = await until(
             lambda: watcher.fetchval(
                 "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
-                "AND query LIKE 'DELETE FROM channel_tickets%'"
+                "AND query LIKE 'DELETE FROM channel_holds%'"
             ),
-            "the ticket's DELETE waiting for the lock",
+            "the hold's DELETE waiting for the lock",
         )
         assert await watcher.fetchval("SELECT pg_terminate_backend($1)", pid)
         await blocker.rollback()
         assert (await in_flight).text == "ok: one"
         fake_openai.latency = 0.0
 
-        async with asyncio.timeout(10):  # not the ticket's 45 s
-            reply = await services.conversations.handle(Incoming("CT", "two"))
+        async with asyncio.timeout(10):  # not the hold's lease
+            reply = await held_turn(Incoming("CT", "two"))
         assert reply.text == "ok: two"
     finally:
         await locker.close()

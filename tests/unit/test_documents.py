@@ -15,7 +15,7 @@ from bot.documents import (
     session_document,
     session_list,
 )
-from bot.messages import Message, SessionSummary, ToolCall, TurnRecord
+from bot.messages import Feedback, Message, SessionSummary, ToolCall, TurnRecord
 
 AT = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 CALL = ToolCall("call_1", "jira_get_issue", '{"issue_key":"TASK-1"}')
@@ -45,7 +45,7 @@ async def collect(lines: AsyncIterator[str]) -> str:
 
 def test_session_list_has_the_name_only_when_known() -> None:
     summaries = [
-        SessionSummary("C1", "general", 4, 1, AT),
+        SessionSummary("C1", "general", 4, 1, AT, positive=2, negative=1),
         SessionSummary("D2", None, 2, 1, datetime(2026, 11, 30, 9, 0)),  # naive = UTC
     ]
 
@@ -56,13 +56,21 @@ def test_session_list_has_the_name_only_when_known() -> None:
             "messages": 4,
             "turns": 1,
             "last_activity": "2026-11-30T10:00:00Z",
+            "feedback": {"positive": 2, "negative": 1},
         },
-        {"channel_id": "D2", "messages": 2, "turns": 1, "last_activity": "2026-11-30T09:00:00Z"},
+        {
+            "channel_id": "D2",
+            "messages": 2,
+            "turns": 1,
+            "last_activity": "2026-11-30T09:00:00Z",
+            "feedback": {"positive": 0, "negative": 0},
+        },
     ]
 
 
 def test_session_document_follows_the_interface_shapes() -> None:
     turn = TurnRecord("C1", user_id="U1", rounds=1, outcome="answered", id=7, latency_ms=900)
+    turn.feedback = [Feedback("U2", "negative", AT)]
 
     document = session_document("C1", MESSAGES, [turn])
 
@@ -85,8 +93,20 @@ def test_session_document_follows_the_interface_shapes() -> None:
     assert "user_id" not in calling and "tool_call_id" not in calling
     assert result["tool_call_id"] == "call_1" and result["name"] == "jira_get_issue"
     assert "tool_calls" not in result and "tool_calls" not in answer
-    assert document["turns"] == [turn.to_dict()]
-    assert document["turns"][0]["outcome"] == "answered"
+    assert document["turns"] == [
+        {
+            "id": 7,
+            "slack_ts": None,
+            "user_id": "U1",
+            "outcome": "answered",
+            "rounds": 1,
+            "tools": [],
+            "tokens_in": 0,
+            "tokens_out": 0,
+            "latency_ms": 900,
+            "feedback": [{"user_id": "U2", "value": "negative", "at": "2026-11-30T10:00:00Z"}],
+        }
+    ]
 
 
 async def test_jsonl_export_is_one_message_document_a_line_with_its_channel() -> None:

@@ -178,6 +178,7 @@ def test_bearer_reads_the_list_document(bearer: httpx.Client) -> None:
         "messages": 2,
         "turns": 1,
         "last_activity": direct["last_activity"],
+        "feedback": {"positive": 0, "negative": 0},
     }
     assert channel["channel_id"] == "C0123" and channel["name"] == "general"
     assert (channel["messages"], channel["turns"]) == (11, 4)
@@ -205,7 +206,7 @@ def test_bearer_reads_the_session_document(bearer: httpx.Client) -> None:
     assert document["messages"][8]["content"] == SCRIPT  # stored as sent; JSON is not HTML
     outcomes = [turn["outcome"] for turn in document["turns"]]
     assert outcomes == ["answered", "max_rounds", "error", "answered"]
-    assert document["turns"][0]["tools_called"] == ["jira_get_issue"]
+    assert document["turns"][0]["tools"] == ["jira_get_issue"]
     assert document["turns"][0]["latency_ms"] == 2345
 
 

@@ -87,7 +87,7 @@ def link(href: str, raw_text: str) -> str:
     label = re.sub(r"[|<>]", "", text).strip()
     if not label:
         return f"<{safe_url}>"
-    if _is_disguised(label, url):
+    if is_disguised(label, url):
         return f"{prose(text)} ({safe_url})"
     return f"<{safe_url}|{prose(label)}>"
 
@@ -105,7 +105,7 @@ def _norm_host(host: str) -> str:
     return host.removeprefix("www.")
 
 
-def _is_disguised(label: str, url: str) -> bool:
+def is_disguised(label: str, url: str) -> bool:
     """Does the link text name a different site (or address) than the link goes to?"""
     parts = urlsplit(url)
     if parts.scheme.lower() == "mailto":

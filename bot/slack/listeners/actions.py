@@ -1,5 +1,5 @@
-"""``block_actions``: Create, Cancel or Continue pressed on one of the bot's messages (the
-press is a job of its channel already: see bot.slack.app)."""
+"""``block_actions``: Create, Cancel, Continue or a feedback button pressed on one of the
+bot's messages (the press is a job of its channel already: see bot.slack.app)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import re
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
-from bot.slack.approvals import BUTTONS
+from bot.slack.cards import PRESSES
 from bot.slack.worker import Worker
 
-PATTERN = re.compile("^(" + "|".join(sorted(BUTTONS)) + ")$")
+PATTERN = re.compile("^(" + "|".join(sorted(PRESSES)) + ")$")
 
 
 def register(app: AsyncApp, worker: Worker) -> None:

@@ -86,7 +86,7 @@ class RunningBot:
     def url(self) -> str:
         return self.served.url
 
-    async def post(self, body: str, headers: dict[str, str]) -> httpx.Response:
+    async def post(self, body: str | bytes, headers: dict[str, str]) -> httpx.Response:
         async with httpx.AsyncClient(timeout=10) as client:
             return await client.post(f"{self.url}/slack/events", content=body, headers=headers)
 
@@ -162,6 +162,8 @@ def start_bot(
                 "OPENAI_BASE_URL": fake_openai.base_url,
                 "ADMIN_TOKEN": None,
                 "MCP_CONFIG": None,  # none from the developer's shell
+                # these scenarios read posted answers; test_streaming streams (the default)
+                "STREAM_ANSWERS": "off",
                 **overrides,
             }
         )

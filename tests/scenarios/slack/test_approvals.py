@@ -141,7 +141,8 @@ async def test_a_press_naming_another_message_edits_only_the_turn_s_own_card(
     await bot.idle()
     assert fake_jira.created == []
     kept = next(m for m in fake_slack.messages("C1") if m["ts"] == other["ts"])
-    assert kept["text"] == "An answer to someone else." and not kept.get("blocks")
+    # untouched: its text, and its blocks (the answer and its feedback buttons)
+    assert kept["text"] == "An answer to someone else." and kept["blocks"] == other["blocks"]
     assert not any(c.args.get("ts") == other["ts"] for c in fake_slack.calls_to("chat.update"))
     settled = next(m for m in fake_slack.messages("C1") if m["ts"] == card["ts"])
     assert "Cancelled by <@U1>" in json.dumps(settled["blocks"])

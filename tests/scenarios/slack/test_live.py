@@ -1,12 +1,12 @@
-"""While a turn runs: its steps live at Slack's pace, the answer streamed (STREAM_ANSWERS),
-the assistant pane's prompts, title and status, and Continue after the round cap."""
+"""While a turn runs with STREAM_ANSWERS=off: its steps live at Slack's pace, the assistant
+pane's prompts, title and status, and Continue after the round cap (streamed answers: see
+test_streaming)."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 
-from bot.slack.format import format_answer
 from tests.fakes.openai_server import FakeOpenAI, ToolUse
 from tests.fakes.slack_server import FakeSlack, event_payload, signed_headers
 from tests.scenarios.slack.agent_helpers import CallTimes, answers, press
@@ -38,21 +38,6 @@ async def test_steps_are_shown_at_most_once_a_second_and_cleaned_up(
     assert "Searching contacts for" in update.args["text"]
     # only the question's answer is left in the thread
     assert [m["text"] for m in fake_slack.messages("C1")] == ["Found them."]
-
-
-async def test_a_streamed_answer_ends_as_the_same_mrkdwn(
-    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
-) -> None:
-    bot = start_bot(STREAM_ANSWERS="on")
-    fake_openai.script(ToolUse("get_current_time", {}), LONG)
-    ts = clock.ts()
-
-    await bot.send(mention("C1", ts, "tell me about Ana"))
-    await fake_slack.wait_for(turn_finished("C1", ts))
-
-    assert [m["text"] for m in fake_slack.messages("C1")] == format_answer(LONG)
-    assert fake_openai.requests[-1].body.get("stream") is True
-    assert fake_slack.calls_to("chat.update")  # it grew in place
 
 
 async def test_continue_after_the_round_cap_goes_on_once(

@@ -89,6 +89,7 @@ def process_settings(
         "SLACK_API_URL": fake_slack.api_url,
         "OPENAI_API_KEY": "test-key",
         "OPENAI_BASE_URL": fake_openai.base_url,
+        "STREAM_ANSWERS": "off",  # these read posted answers (streams: test_streaming)
     }
 
 

@@ -23,6 +23,17 @@ from tests.fakes.slack_server import event_payload
 from tests.fakes.socket_mode import FakeSlackWithSocketMode, FakeSocketMode
 from tests.scenarios.slack.conftest import BOT, TOKEN, Clock, echo, mention, posts
 
+ANSWERED = 'bot_turns_total{outcome="answered"}'
+
+
+async def answered_turns(served: ServedApp) -> float:
+    headers = {"Authorization": "Bearer metrics-token"}
+    async with httpx.AsyncClient() as client:
+        response = await client.get(f"{served.url}/metrics", headers=headers)
+    assert response.status_code == 200
+    (line,) = [x for x in response.text.splitlines() if x.startswith(ANSWERED)]
+    return float(line.split()[-1])
+
 
 @pytest.fixture
 def socket_mode() -> Iterator[FakeSocketMode]:
@@ -50,6 +61,8 @@ def served(
         SLACK_API_URL=slack.api_url,
         OPENAI_API_KEY="test-key",
         OPENAI_BASE_URL=fake_openai.base_url,
+        STREAM_ANSWERS="off",  # these read posted answers (streams: test_streaming)
+        METRICS_TOKEN="metrics-token",
     )
     services = build_services(settings)
     with serve_in_thread(
@@ -67,6 +80,7 @@ async def test_socket_mode_events_are_acked_at_once_and_answered_once(
 ) -> None:
     fake_openai.latency = 1.0
     socket_mode.wait_connected()
+    answered_before = await answered_turns(served)
     ts = clock.ts()
     payload = json.loads(event_payload(mention("C1", ts, "over the socket")))
 
@@ -79,6 +93,8 @@ async def test_socket_mode_events_are_acked_at_once_and_answered_once(
     (answer,) = posts(slack)
     assert answer["thread_ts"] == ts and answer["text"] == "You said: over the socket"
     assert slack.connections_opened == 1 and len(fake_openai.requests) == 1
+    # /metrics is served beside it, and counted the turn
+    assert await answered_turns(served) == answered_before + 1
 
 
 @pytest.mark.parametrize("dropped_by", ["disconnect", "close"])

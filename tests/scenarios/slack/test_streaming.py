@@ -1,0 +1,196 @@
+"""Streamed answers (STREAM_ANSWERS=on, the default; the other scenarios turn it off):
+written with Slack's streaming methods as the model writes it, each tool call a task of the
+message, and the whole answer shown once whatever Slack does with the stream."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.agent.conversations import Reply
+from bot.messages import Outcome
+from bot.slack.events import Thread
+from bot.slack.format import format_answer
+from bot.slack.poster import Poster
+from tests.fakes.jira_server import FakeJira
+from tests.fakes.openai_server import Fail, FakeOpenAI, ToolUse
+from tests.fakes.slack_server import FakeSlack
+from tests.scenarios.slack.agent_helpers import jira_settings
+from tests.scenarios.slack.conftest import TOKEN, Clock, dm, mention, posts, turn_finished
+
+#: about 5,500 characters: two posted messages' worth
+LONG = "\n\n".join(
+    f"Paragraph {n}: " + "the ticket is still open and waiting. " * 14 for n in range(10)
+)
+
+
+def words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def bot_messages(slack: FakeSlack, channel: str) -> list[dict[str, Any]]:
+    return [m for m in slack.messages(channel) if m.get("user") == "UBOT"]
+
+
+async def test_a_streamed_answer_shows_its_tool_call_as_a_task_and_ends_as_the_answer_once(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, fake_jira: FakeJira, clock: Clock
+) -> None:
+    bot = start_bot(**jira_settings(fake_jira), STREAM_ANSWERS="on")
+    fake_jira.add_issue("TASK-123", "Printer on fire", status="In Progress")
+    answer = (
+        "**TASK-123** (_Printer on fire_) is In Progress; ask <!channel> [here](https://x.example)."
+    )
+    fake_openai.script(ToolUse("jira_get_issue", {"issue_key": "TASK-123"}, "call_1"), answer)
+    ts = clock.ts()
+
+    await bot.send(mention("C1", ts, "what is TASK-123?"))
+    await fake_slack.wait_for(turn_finished("C1", ts))
+
+    (stream,) = fake_slack.streams("C1")
+    assert (stream["thread_ts"], stream["recipient_user_id"], stream["recipient_team_id"]) == (
+        ts,
+        "U1",
+        "T1",
+    )
+    assert stream["task_display_mode"] == "timeline"
+    tasks = [c for c in stream["chunks"] if c["type"] == "task_update"]
+    assert [(t["id"], t["title"], t["status"]) for t in tasks] == [
+        ("call_1", "Looking up TASK-123 in Jira", "in_progress"),
+        ("call_1", "Looking up TASK-123 in Jira", "complete"),
+    ]
+    # the task came before the answer's text, and the text is escaped Markdown
+    assert stream["chunks"].index(tasks[-1]) < max(
+        i for i, c in enumerate(stream["chunks"]) if c["type"] == "markdown_text"
+    )
+    assert stream["text"] == (
+        "**TASK-123** (_Printer on fire_) is In Progress; ask &lt;!channel&gt; "
+        "[here](https://x.example)."
+    )
+    assert stream["streaming"] is False
+    assert stream["metadata"]["event_payload"]["upto"] == len(answer)
+    # the answer once: the streamed message is the only one of the bot's in the thread
+    assert [m["ts"] for m in bot_messages(fake_slack, "C1")] == [stream["ts"]]
+    assert posts(fake_slack, "C1") == []
+    assert fake_openai.requests[-1].body.get("stream") is True
+    statuses = [c.args["status"] for c in fake_slack.calls_to("assistant.threads.setStatus")]
+    assert statuses == ["is thinking…", ""]
+
+
+async def test_a_stream_refused_midway_ends_with_the_whole_answer_once_posted(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    fake_slack.refuse_stream_after = 1  # the stream takes one call, then Slack expires it
+    fake_openai.script(ToolUse("get_current_time", {}, "call_t"), LONG)
+    fake_openai.latency = 1.2  # the model thinks: the task's end goes out before the answer
+    ts = clock.ts()
+
+    await bot.send(mention("C1", ts, "what is going on?"))
+    await fake_slack.wait_for(turn_finished("C1", ts))
+
+    refused = [c for c in fake_slack.calls if c.method.endswith("Stream") and not c.ok]
+    assert [c.error for c in refused] == ["message_not_in_streaming_state"]
+    (stream,) = fake_slack.streams("C1")
+    # the streamed message was taken over by the answer's first part, the rest posted after
+    assert [m["text"] for m in bot_messages(fake_slack, "C1")] == format_answer(LONG)
+    assert bot_messages(fake_slack, "C1")[0]["ts"] == stream["ts"]
+    assert len(format_answer(LONG)) == 2
+
+
+async def test_a_20000_character_answer_streams_and_goes_on_in_further_messages(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    answer = "\n\n".join(
+        f"Part {n}. " + "Every word of this answer matters. " * 16 for n in range(36)
+    )
+    assert 20_000 <= len(answer) <= 21_000
+    fake_openai.script(answer)
+    ts = clock.ts()
+
+    await bot.send(mention("C1", ts, "tell me everything"))
+    await fake_slack.wait_for(turn_finished("C1", ts), timeout=15)
+
+    (stream,) = fake_slack.streams("C1")
+    held = stream["metadata"]["event_payload"]["upto"]
+    assert 5_000 < held < len(answer) and len(stream["text"]) <= 12_000
+    rest = [p["text"] for p in posts(fake_slack, "C1")]
+    assert all(len(text) <= 3_000 for text in rest)
+    assert [m["text"] for m in bot_messages(fake_slack, "C1")] == [stream["text"], *rest]
+    # every word once, in order, and nothing else
+    assert words(stream["text"] + " " + " ".join(rest)) == words(answer)
+    ids = [p["metadata"]["event_payload"]["post_id"] for p in posts(fake_slack, "C1")]
+    assert ids == [
+        f"{stream['metadata']['event_payload']['post_id'][:-2]}.{n}" for n in range(1, len(ids) + 1)
+    ]
+
+
+async def test_a_failed_turn_leaves_no_stream_behind(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    fake_openai.script(ToolUse("get_current_time", {}, "call_t"), Fail(400, "bad request"))
+    ts = clock.ts()
+
+    await bot.send(mention("C1", ts, "what time is it?"))
+    await fake_slack.wait_for(turn_finished("C1", ts))
+
+    (message,) = bot_messages(fake_slack, "C1")
+    assert "chat.startStream" in [c.method for c in fake_slack.calls]
+    assert message["ts"] not in [s["ts"] for s in fake_slack.streams("C1")]
+
+
+async def test_a_direct_message_at_the_top_level_is_posted_with_live_steps(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    # Slack streams only replies in a thread; the top level of a DM keeps the posted answer
+    bot = start_bot(STREAM_ANSWERS="on")
+    fake_openai.script(ToolUse("get_current_time", {}, "call_t"), "It is noon.")
+    ts = clock.ts()
+
+    await bot.send(dm("D1", ts, "what time is it?"))
+    await fake_slack.wait_for(turn_finished("D1", ts))
+
+    assert fake_slack.streams("D1") == []
+    assert [m["text"] for m in bot_messages(fake_slack, "D1")] == ["It is noon."]
+
+
+async def test_streaming_off_keeps_the_posted_answer(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="off")
+    fake_openai.script("All **good**.")
+    ts = clock.ts()
+
+    await bot.send(mention("C1", ts, "status?"))
+    await fake_slack.wait_for(turn_finished("C1", ts))
+
+    assert fake_slack.streams("C1") == []
+    assert [m["text"] for m in bot_messages(fake_slack, "C1")] == ["All *good*."]
+    assert fake_openai.requests[-1].body.get("stream") is not True
+
+
+async def test_a_process_taking_over_posts_only_what_the_streamed_message_lacks(
+    fake_slack: FakeSlack,
+) -> None:
+    # the first process streamed part of a long answer and died before posting the rest
+    client = AsyncWebClient(token=TOKEN, base_url=fake_slack.api_url)
+    thread = Thread("C1", fake_slack.add_message("C1", "tell me everything", user="U1"))
+    answer = "\n\n".join(f"Part {n}. " + "Each word counts here. " * 20 for n in range(12))
+    held = answer.index("Part 6.")
+    streamer = await client.chat_stream(
+        channel="C1", thread_ts=thread.thread_ts, recipient_user_id="U1", recipient_team_id="T1"
+    )
+    await streamer.append(markdown_text=answer[:held])
+    payload = {"post_id": "turn-7-1.0", "upto": held}
+    await streamer.stop(metadata={"event_type": "bot_post", "event_payload": payload})
+    reply = Reply(answer, ok=True, outcome=Outcome.ANSWERED, turn_id=7, rounds=1)
+
+    poster = Poster(client)
+    for _ in range(2):  # the one taking over, and one more after it (nothing is left to do)
+        await poster.answer(thread, reply, post_id="turn-7-1", look_first=True)
+
+    shown = [m["text"] for m in bot_messages(fake_slack, "C1")]
+    assert words(" ".join(shown)) == words(answer)
+    assert len(posts(fake_slack, "C1")) == len(format_answer(answer[held:]))
