@@ -7,6 +7,7 @@ tools, which is null.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -321,3 +322,14 @@ def iso(moment: datetime) -> str:
 
 def parse_iso(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+#: C0 control characters except tab and newline: PostgreSQL text cannot hold NUL, and the
+#: others only garble terminals, logs and the admin page
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
+
+
+def clean_text(text: str) -> str:
+    """Incoming text as it is stored and sent to the model: CRLF becomes LF, and the other
+    C0 control characters but tab and newline are dropped."""
+    return _CONTROL.sub("", text.replace("\r\n", "\n"))

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import re
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -28,6 +27,7 @@ from bot.messages import (
     TurnRecord,
     TurnState,
     Usage,
+    clean_text,
     utcnow,
 )
 from bot.store.history import HistoryStore
@@ -42,10 +42,6 @@ FAILED = "Sorry, something went wrong while I was answering. Please try again."
 TOOLS_WAIT_S = 10.0
 #: turns a person can let go on, and how
 STOPPED = (Outcome.AWAITING_APPROVAL, Outcome.MAX_ROUNDS)
-
-#: C0 control characters except tab and newline: PostgreSQL text cannot hold NUL, and the
-#: others only garble terminals, logs and the admin page
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f]")
 
 
 @dataclass(frozen=True)
@@ -73,12 +69,6 @@ class Reply:
     pending: tuple[ToolCall, ...] = ()
     #: the turn's rounds so far (its posts are told apart by them)
     rounds: int = 0
-
-
-def clean_text(text: str) -> str:
-    """Incoming text as it is stored and sent to the model: CRLF becomes LF, and the other
-    C0 control characters but tab and newline are dropped."""
-    return _CONTROL.sub("", text.replace("\r\n", "\n"))
 
 
 class Conversations:

@@ -51,8 +51,8 @@ class PerPerson:
         self._limiter = MovingWindowRateLimiter(MemoryStorage())
 
     async def refusal(self, user_id: str | None) -> TurnRefused | None:
-        """Count a new turn of ``user_id``: None when it may go on, else why not. A turn of
-        nobody in particular (the command line) is not counted."""
+        """Count a new turn of ``user_id``; why it is refused when it is one too many (else
+        None). A turn of nobody in particular (the command line) is not counted."""
         if not self.limit or user_id is None:
             return None
         if await self._limiter.hit(self._item, user_id):

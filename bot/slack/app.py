@@ -116,8 +116,8 @@ def build_slack_app(
         request_verification_enabled=signing_secret is not None,
         # the ack goes out at once; the work runs in the Worker afterwards
         process_before_response=False,
-        # no workflow steps here; the assistant pane's listeners attach what they need
-        # themselves, so this middleware would only cost time
+        # no workflow steps here, nor Bolt's assistant utilities (the agent view's DM is a
+        # DM like any other): this middleware would only cost time
         attaching_function_token_enabled=False,
         attaching_conversation_kwargs_enabled=False,
         # a request no listener takes goes to acknowledge_unhandled (Bolt's own answer is a

@@ -20,6 +20,7 @@ from bot.messages import Decision, Outcome
 from bot.slack.cards import APPROVE, CONTINUE, DECLINE
 from bot.slack.delivery import EXPIRED, Delivery
 from bot.slack.events import Press, Thread
+from bot.slack.stream import Recipient
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +58,16 @@ class Approvals:
             log.info("%s of another workspace may not answer turn %s", press.user, press.turn_id)
             await self.poster.tell(thread, press.user, NOT_FROM_HERE)
             return True
+        asker = turn.user_id
+        recipient = Recipient(asker, press.team_id) if asker and press.team_id else None
         if press.user != turn.user_id and press.user not in self.admins:
             log.info("%s may not answer turn %s", press.user, press.turn_id)
             await self.poster.tell(thread, press.user, ONLY_THE_REQUESTER)
             return True
         if resumed and turn.outcome == Outcome.RUNNING:  # its process died while it went on
-            await self.delivery.resume(thread, press.turn_id, resumed=True, external=press.external)
+            await self.delivery.resume(
+                thread, press.turn_id, resumed=True, external=press.external, recipient=recipient
+            )
             return True
         if turn.outcome != WAITING[press.action]:
             expired = turn.outcome == Outcome.EXPIRED
@@ -74,14 +79,16 @@ class Approvals:
             if card:
                 text = f"Continued by <@{press.user}>."
                 await self.poster.update(card["channel"], card["ts"], text)
-            await self.delivery.resume(thread, press.turn_id, external=press.external)
+            await self.delivery.resume(
+                thread, press.turn_id, external=press.external, recipient=recipient
+            )
             return True
         approved = press.action == APPROVE
         decision = RUN if approved else Decision("decline", DECLINED)
         decisions = {call.id: decision for call in self.conversations.pending_writes(turn)}
         verdict = ":white_check_mark: Approved" if approved else ":x: Cancelled"
         await self.delivery.close_card(turn, f"{verdict} by <@{press.user}>")
-        reply = await self.delivery.resume(thread, press.turn_id, decisions)
+        reply = await self.delivery.resume(thread, press.turn_id, decisions, recipient=recipient)
         if reply is not None and reply.outcome == Outcome.EXPIRED:
             await self.delivery.close_card(turn, f":hourglass: {EXPIRED}")
         return True

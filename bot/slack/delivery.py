@@ -129,9 +129,11 @@ class Delivery:
         *,
         resumed: bool = False,
         external: bool = False,
+        recipient: Recipient | None = None,
     ) -> Reply | None:
         """Go on with a stopped turn (None: someone else already did); ``external``: for
-        someone of another workspace."""
+        someone of another workspace; ``recipient``: who its answer is for (a channel's
+        stream needs them)."""
 
         async def work(sinks: Sinks) -> Reply | None:
             return await self.conversations.resume(
@@ -144,7 +146,7 @@ class Delivery:
                 resumed=resumed,
             )
 
-        return await self.run(thread, work, resumed=resumed)
+        return await self.run(thread, work, resumed=resumed, recipient=recipient)
 
     async def run(
         self,

@@ -119,8 +119,8 @@ def question_from(
     incoming = Incoming(channel, strip_mention(text, bot_user_id), user, ts)
     # in a channel the answer always goes in a thread; in a DM only when asked in one
     thread_ts = event.get("thread_ts") or (None if in_dm else ts)
-    # a DM thread is the assistant pane's, as Bolt's Assistant routes it (known here, before
-    # the claim keeps the question)
+    # a DM thread is one of the agent's threads (its title is set; known here, before the
+    # claim keeps the question)
     pane = in_dm and event.get("thread_ts") is not None
     # Slack names the asker's own workspace in user_team (team in older events)
     team = event.get("user_team") or event.get("team")
@@ -255,6 +255,8 @@ class Press:
     external: bool = False
     verdict: str | None = None
     thread_ts: str | None = None
+    #: the presser's team (the stream of the answer that follows is for the asker there)
+    team_id: str | None = None
 
     def job(self) -> Job:
         return Job(self.channel, self.action_ts, PRESS, dataclasses.asdict(self))
@@ -294,9 +296,19 @@ def press_from(
         return None
     if not (turn_id.isascii() and turn_id.isdigit() and len(turn_id) <= TURN_ID_DIGITS):
         return None
+    team = user.get("team_id") or (body.get("team") or {}).get("id")
+    team_id = team if isinstance(team, str) and team else None
     external = is_external(user.get("team_id"), home_team)
     return Press(
-        action_id, int(turn_id), user_id, channel, action_ts, external, verdict or None, thread_ts
+        action_id,
+        int(turn_id),
+        user_id,
+        channel,
+        action_ts,
+        external,
+        verdict or None,
+        thread_ts,
+        team_id,
     )
 
 

@@ -80,7 +80,8 @@ class NoDoublePostRetryHandler(AsyncConnectionErrorRetryHandler):
 
 class Poster:
     """Posts to Slack for turns (``chat:write``, ``reactions:write``, ``assistant:write``;
-    a lost post is looked for with ``channels/groups/im/mpim:history``)."""
+    a lost post is looked for with ``channels/groups/im/mpim:history``; a channel's name is
+    read with ``channels/groups/mpim:read``)."""
 
     def __init__(self, client: AsyncWebClient) -> None:
         self.client = client
@@ -217,6 +218,13 @@ class Poster:
             channel_id=thread.channel, thread_ts=thread.thread_ts or "", status=status
         )
         await self._quietly("assistant.threads.setStatus", call)
+
+    async def suggest(self, channel: str, prompts: list[dict[str, str]], title: str) -> None:
+        """Prompts pinned at the top of the bot's DM (the agent view's Messages tab)."""
+        call = self.client.assistant_threads_setSuggestedPrompts(
+            channel_id=channel, prompts=prompts, title=title
+        )
+        await self._quietly("assistant.threads.setSuggestedPrompts", call)
 
     async def title(self, thread: Thread, title: str) -> None:
         call = self.client.assistant_threads_setTitle(

@@ -173,8 +173,9 @@ class AnswerStream:
             if chunks and not self._failed:
                 self._last = time.monotonic()
                 await self._call("append", chunks=chunks)
-        if self._pending:  # what came in meanwhile goes out one interval later
-            self._want()
+        if self._pending and not (self._closed or self._failed):
+            # what came in meanwhile goes out one interval later
+            self._sender = asyncio.create_task(self._send(self.interval))
 
     async def _close(self) -> None:
         """Nothing more goes out before the stop: a wait is cut short, a call finishes."""

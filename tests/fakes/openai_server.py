@@ -1223,6 +1223,8 @@ class FakeOpenAI(StopsOnExit):
         self.api_key = api_key
         self.responder: Callable[[Request], Any] | None = None
         self.latency: float = 0.0
+        #: seconds between the frames of a streamed answer (a model that writes slowly)
+        self.frame_interval: float = 0.0
         self.requests: list[Request] = []
         self._queue: deque[Any] = deque()
         self._lock = threading.Lock()
@@ -1267,7 +1269,7 @@ class FakeOpenAI(StopsOnExit):
             self._stored.clear()
         self._reasoning.clear()
         self.responder = None
-        self.latency = 0.0
+        self.latency = self.frame_interval = 0.0
         self.apis = {"chat", "responses"}
 
     def stop(self) -> None:
@@ -1442,10 +1444,13 @@ class FakeOpenAI(StopsOnExit):
             frames.append(b"data: [DONE]\n\n")
         return self._stream(frames, headers)
 
-    @staticmethod
-    def _stream(frames: list[bytes], headers: dict[str, str]) -> StreamingResponse:
+    def _stream(self, frames: list[bytes], headers: dict[str, str]) -> StreamingResponse:
+        pause = self.frame_interval
+
         async def gen() -> AsyncIterator[bytes]:
-            for frame in frames:
+            for number, frame in enumerate(frames):
+                if number and pause:
+                    await asyncio.sleep(pause)
                 yield frame
 
         return StreamingResponse(gen(), media_type="text/event-stream", headers=headers)

@@ -668,7 +668,11 @@ class FakeSlack(StreamMethods, StopsOnExit):
         return {}
 
     def _set_suggested_prompts(self, args: dict[str, Any]) -> dict[str, Any]:
-        key = self._assistant_thread(args)
+        # without thread_ts: pinned at the top of the app's DM (the agent view), key (channel, "")
+        if args.get("thread_ts") is None:
+            key = (self._require_channel(args, "channel_id"), "")
+        else:
+            key = self._assistant_thread(args)
         prompts = args.get("prompts")
         if not isinstance(prompts, list) or not prompts or len(prompts) > 4:
             raise _SlackError("invalid_arguments", "prompts must be a list of 1 to 4 prompts")

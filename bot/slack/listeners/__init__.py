@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from slack_bolt.async_app import AsyncApp
 
-from bot.slack.listeners import actions, assistant, changes, direct_messages, mentions
+from bot.slack.listeners import actions, agent, changes, direct_messages, mentions
 from bot.slack.worker import Worker
 
 
 def register(app: AsyncApp, worker: Worker) -> None:
-    for kind in (mentions, direct_messages, changes, actions, assistant):
+    for kind in (mentions, direct_messages, changes, actions, agent):
         kind.register(app, worker)

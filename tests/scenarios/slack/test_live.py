@@ -61,20 +61,31 @@ async def test_continue_after_the_round_cap_goes_on_once(
     assert answers(fake_slack, "C1", "Continued by <@U1>")
 
 
-async def test_the_assistant_pane_suggests_titles_and_shows_status(
+async def test_the_agent_dm_suggests_prompts_titles_its_threads_and_shows_status(
     start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
 ) -> None:
     bot = start_bot()
-    started = {
-        "type": "assistant_thread_started",
-        "assistant_thread": {"user_id": "U1", "channel_id": "D1", "thread_ts": "1.000100"},
+    opened = {
+        "type": "app_home_opened",
+        "user": "U1",
+        "channel": "D1",
+        "tab": "messages",
         "event_ts": clock.ts(),
     }
-    body = event_payload(started)
+    body = event_payload(opened)
     await bot.post(body, signed_headers(body, SECRET))
-    await fake_slack.wait_for(lambda s: ("D1", "1.000100") in s.suggested_prompts)
-    prompts = fake_slack.suggested_prompts[("D1", "1.000100")]
-    assert "Find Ana and open a ticket for her" in [p["message"] for p in prompts]
+    await fake_slack.wait_for(lambda s: ("D1", "") in s.suggested_prompts)
+    prompts = [p["message"] for p in fake_slack.suggested_prompts[("D1", "")]]
+    assert prompts == [
+        "Look up Ana and summarise her account",
+        "Find Ana and open a ticket for her",
+        "What is the status of TASK-123?",
+    ]
+    (call,) = fake_slack.calls_to("assistant.threads.setSuggestedPrompts")
+    assert "thread_ts" not in call.args  # pinned to the DM, not to a thread
+    home = {**opened, "tab": "home", "event_ts": clock.ts()}
+    body = event_payload(home)
+    await bot.post(body, signed_headers(body, SECRET))
 
     fake_openai.script(ToolUse("jira_get_issue", {"issue_key": "TASK-123"}), "It is open.")
     ts = clock.ts()
@@ -82,6 +93,7 @@ async def test_the_assistant_pane_suggests_titles_and_shows_status(
     await fake_slack.wait_for(turn_finished("D1", ts))
 
     assert fake_slack.thread_titles[("D1", "1.000100")] == "What is the status of TASK-123?"
+    assert len(fake_slack.calls_to("assistant.threads.setSuggestedPrompts")) == 1  # not home
     # the step was shown in the pane's status line while it ran (in the order Slack got them)
     statuses = [
         c.args["status"]

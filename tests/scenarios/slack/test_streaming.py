@@ -4,6 +4,8 @@ message, and the whole answer shown once whatever Slack does with the stream."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -16,7 +18,14 @@ from bot.slack.poster import Poster
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import Fail, FakeOpenAI, ToolUse
 from tests.fakes.slack_server import FakeSlack
-from tests.scenarios.slack.agent_helpers import jira_settings
+from tests.scenarios.slack.agent_helpers import (
+    CallTimes,
+    answers,
+    jira_settings,
+    posted_card,
+    press,
+    script_ticket_flow,
+)
 from tests.scenarios.slack.conftest import TOKEN, Clock, dm, mention, posts, turn_finished
 
 #: about 5,500 characters: two posted messages' worth
@@ -194,3 +203,121 @@ async def test_a_process_taking_over_posts_only_what_the_streamed_message_lacks(
     shown = [m["text"] for m in bot_messages(fake_slack, "C1")]
     assert words(" ".join(shown)) == words(answer)
     assert len(posts(fake_slack, "C1")) == len(format_answer(answer[held:]))
+
+
+async def test_a_thread_of_the_agent_dm_is_streamed_and_titled(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    fake_openai.script(ToolUse("crm_find_contacts", {"query": "Ana"}, "c1"), "Ana is at Acme.")
+    ts = clock.ts()
+
+    await bot.send(dm("D1", ts, "Look up Ana and summarise her account", thread_ts="1.000100"))
+    await fake_slack.wait_for(turn_finished("D1", ts))
+
+    (stream,) = fake_slack.streams("D1")
+    assert (stream["thread_ts"], stream["text"]) == ("1.000100", "Ana is at Acme.")
+    assert stream["tasks"]["c1"]["title"] == "Searching contacts for 'Ana'"
+    assert stream["tasks"]["c1"]["status"] == "complete"
+    assert fake_slack.thread_titles[("D1", "1.000100")] == "Look up Ana and summarise her account"
+    statuses = [c.args for c in fake_slack.calls_to("assistant.threads.setStatus")]
+    assert [(s["thread_ts"], s["status"]) for s in statuses] == [
+        ("1.000100", "is thinking…"),
+        ("1.000100", ""),
+    ]
+
+
+async def test_a_write_waiting_for_approval_leaves_its_card_and_streams_on_after_create(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, fake_jira: FakeJira, clock: Clock
+) -> None:
+    bot = start_bot(**jira_settings(fake_jira), STREAM_ANSWERS="on")
+    script_ticket_flow(fake_openai)
+    await bot.send(mention("C1", clock.ts(), "find Ana and open a ticket for her"))
+    await fake_slack.wait_for(lambda s: posted_card(s, "C1") is not None)
+    card = posted_card(fake_slack, "C1")
+    assert card is not None
+
+    # the search ran as a task of the stream, which goes once the card is up
+    sent = [c for c in fake_slack.calls if c.method.endswith("Stream") and c.ok]
+    tasks = [t for c in sent for t in c.args.get("chunks") or [] if t["type"] == "task_update"]
+    assert [(t["id"], t["status"]) for t in tasks] == [("c1", "in_progress"), ("c1", "complete")]
+    await fake_slack.wait_for(lambda s: [m["ts"] for m in bot_messages(s, "C1")] == [card["ts"]])
+
+    assert await press(bot, "approve_write", card) == 200
+    await fake_slack.wait_for(lambda s: bool(answers(s, "C1", "Done:")))
+    await bot.idle()
+    assert fake_jira.created == ["TASK-1"]
+    assert len(answers(fake_slack, "C1", "is open for Ana")) == 1
+    # the answer after Create is streamed too, for the person who asked
+    (after,) = fake_slack.streams("C1")  # the first one went when the card came
+    assert "is open for Ana" in after["text"]
+    assert after["tasks"]["w1"]["status"] == "complete"
+    assert (after["recipient_user_id"], after["recipient_team_id"]) == ("U1", "T1")
+
+
+async def test_text_goes_out_as_the_model_writes_it_at_most_once_a_second(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    answer = "First the summary of the account. Then the contacts, one by one. Then the tickets."
+    fake_openai.script(answer)
+    fake_openai.frame_interval = 0.8  # four pieces over about three seconds
+    ts = clock.ts()
+    times = CallTimes()
+
+    await bot.send(mention("C1", ts, "summarise the account"))
+    while not turn_finished("C1", ts)(fake_slack):
+        times.poll(fake_slack)
+        await asyncio.sleep(0.01)
+    times.poll(fake_slack)
+
+    sent = [
+        (t, c)
+        for t, c in times.seen
+        if c.method in ("chat.startStream", "chat.appendStream", "chat.stopStream")
+    ]
+    texts = [
+        chunk["text"]
+        for _, c in sent
+        for chunk in c.args.get("chunks") or []
+        if chunk["type"] == "markdown_text"
+    ]
+    assert len([t for t in texts if t]) >= 3  # it grew while the model wrote
+    assert "".join(texts) == answer
+    assert all(b[0] - a[0] >= 0.95 for a, b in itertools.pairwise(sent[:-1]))
+    assert not any(t.startswith(" ") for t in texts[1:])  # each piece starts with a word
+
+
+async def test_a_rate_limited_stream_waits_and_shows_the_answer_once(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    fake_slack.rate_limit_next("chat.startStream", retry_after=1)
+    fake_slack.rate_limit_next("chat.stopStream", retry_after=1)
+    fake_openai.script(ToolUse("get_current_time", {}, "call_t"), "It is noon.")
+    ts = clock.ts()
+
+    await bot.send(mention("C1", ts, "what time is it?"))
+    await fake_slack.wait_for(turn_finished("C1", ts), timeout=10)
+
+    (stream,) = fake_slack.streams("C1")
+    assert (stream["text"], stream["streaming"]) == ("It is noon.", False)
+    assert stream["tasks"]["call_t"]["status"] == "complete"
+    assert [m["ts"] for m in bot_messages(fake_slack, "C1")] == [stream["ts"]]
+
+
+async def test_a_failed_tool_call_is_a_task_in_error_and_the_answer_follows(
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    bot = start_bot(STREAM_ANSWERS="on")
+    fake_openai.script(ToolUse("no_such_tool", {}, "bad"), "I could not look that up.")
+    ts = clock.ts()
+
+    await bot.send(mention("C1", ts, "look it up"))
+    await fake_slack.wait_for(turn_finished("C1", ts))
+
+    (stream,) = fake_slack.streams("C1")
+    statuses = [c["status"] for c in stream["chunks"] if c["type"] == "task_update"]
+    assert statuses == ["in_progress", "error"]
+    assert stream["tasks"]["bad"]["title"] == "Running no_such_tool"
+    assert stream["text"] == "I could not look that up."
