@@ -42,9 +42,14 @@ _HINTS = {
     "MAX_OUTPUT_TOKENS": "a whole number of tokens from 16 on, e.g. 16000",
     "HISTORY_RETENTION_DAYS": "a number of days, e.g. 90 (empty: keep everything)",
     "PORT": "a TCP port number, e.g. 3000",
+    "FILE_MAX_BYTES": "a whole number of bytes, e.g. 10000000",
+    "FILE_TEXT_TOKENS": "a whole number of tokens, e.g. 8000",
     "HOST": "0.0.0.0 (every interface), 127.0.0.1, :: or a host name",
     "LOG_LEVEL": "DEBUG, INFO, WARNING or ERROR",
+    "ADMIN_TOKEN": "a random string of at least 32 characters (`openssl rand -hex 32` makes one)",
 }
+#: an admin token short enough to guess is refused at start-up
+ADMIN_TOKEN_MIN_CHARS = 32
 
 
 _HOST_NAME = re.compile(r"(?!-)[A-Za-z0-9-]{1,63}(?<!-)(\.(?!-)[A-Za-z0-9-]{1,63}(?<!-))*")
@@ -176,6 +181,10 @@ class Settings(BaseSettings):
     """The service name traces carry."""
     OTEL_CAPTURE_CONTENT: bool = False
     """on: spans carry message text, tool arguments and results; off: ids, counts, names."""
+    FILE_MAX_BYTES: int = Field(10_000_000, ge=0)
+    """Largest file attached to a question that is read (an image, a text file)."""
+    FILE_TEXT_TOKENS: int = Field(8000, ge=0)
+    """Most tokens of a question's text files added to it; the rest is cut, with a note."""
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     """Log level."""
     LOG_FORMAT: Literal["text", "json"] = "text"
@@ -197,6 +206,13 @@ class Settings(BaseSettings):
             return json.loads(value)
         except ValueError:
             raise ValueError("not valid JSON") from None
+
+    @field_validator("ADMIN_TOKEN")
+    @classmethod
+    def _long_enough(cls, value: str | None) -> str | None:
+        if value is not None and len(value) < ADMIN_TOKEN_MIN_CHARS:
+            raise ValueError(f"shorter than {ADMIN_TOKEN_MIN_CHARS} characters")
+        return value
 
     @field_validator("LOG_LEVEL", mode="before")
     @classmethod

@@ -8,6 +8,7 @@ tools, which is null.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -69,6 +70,32 @@ class ToolCall:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file that came with a person's message, as the model gets it in that turn alone:
+    an image (``image``: its bytes, of type ``mimetype``), or ``text`` for the model (a text
+    file's contents, or a note saying why the file was not read). The history keeps only
+    its ``reference``, never its bytes."""
+
+    file_id: str
+    name: str
+    mimetype: str
+    size: int
+    image: bytes | None = None
+    text: str | None = None
+
+    @property
+    def reference(self) -> str:
+        kind = f"{self.mimetype}, {self.size:,} bytes, id {self.file_id}"
+        return f"[attached file {self.name!r}: {kind}]"
+
+
+def with_references(text: str, attachments: Sequence[Attachment]) -> str:
+    """A person's message as it is stored: its text, then a reference to each file."""
+    references = [a.reference for a in attachments]
+    return "\n".join([text, *references] if text else references)
+
+
 @dataclass(slots=True)
 class Message:
     """One stored or in-flight message, in the same form for both API modes. Treat it as
@@ -94,6 +121,8 @@ class Message:
     #: the turn (the Responses API's reasoning items, with their encrypted content, and the
     #: items they preceded); opaque, never stored, not part of the documents
     replay: tuple[dict[str, Any], ...] = ()
+    #: the files of a person's message, for the turn that answers it (never stored)
+    attachments: tuple[Attachment, ...] = ()
 
     @classmethod
     def user(cls, text: str, *, user_id: str | None = None, slack_ts: str | None = None) -> Message:

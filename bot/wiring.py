@@ -8,6 +8,7 @@ from datetime import timedelta
 import openai
 
 from bot import telemetry
+from bot.agent.admin_logins import AdminLogins
 from bot.agent.conversations import Conversations
 from bot.agent.limits import ModelSlots, PerPerson
 from bot.agent.loop import Loop
@@ -19,6 +20,7 @@ from bot.jobs.runner import Jobs
 from bot.llm.base import ChatModel, ModelOptions
 from bot.llm.chat_completions import ChatCompletionsModel
 from bot.llm.responses import ResponsesModel
+from bot.store.admin_sessions import AdminSessionStore
 from bot.store.crm import CrmStore
 from bot.store.db import Engines, create_engines
 from bot.store.history import HistoryStore
@@ -33,8 +35,8 @@ from bot.tools.mcp import mcp_servers
 
 @dataclass
 class Services:
-    """What the shells use: turns (``conversations``), the channels' work (``jobs``) and
-    the stored sessions (``sessions``)."""
+    """What the shells use: turns (``conversations``), the channels' work (``jobs``), the
+    stored sessions (``sessions``) and, with ADMIN_TOKEN set, the admin pages' logins."""
 
     settings: Settings
     engines: Engines
@@ -43,6 +45,7 @@ class Services:
     conversations: Conversations
     sessions: Sessions
     jobs: Jobs
+    admin_logins: AdminLogins | None = None
 
     def start(self) -> None:
         """In the event loop that serves: MCP servers begin connecting in the background."""
@@ -125,4 +128,7 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         conversations,
         Sessions(history),
         open_jobs(engines),
+        AdminLogins(AdminSessionStore(engines), settings.ADMIN_TOKEN)
+        if settings.ADMIN_TOKEN
+        else None,
     )

@@ -20,6 +20,7 @@ from bot.agent.window import INTERRUPTED_RESULT, repair, select_window
 from bot.errors import StoreError
 from bot.llm.base import TextSink
 from bot.messages import (
+    Attachment,
     Decision,
     Message,
     Outcome,
@@ -29,6 +30,7 @@ from bot.messages import (
     Usage,
     clean_text,
     utcnow,
+    with_references,
 )
 from bot.store.history import HistoryStore
 from bot.store.turns import OpenTurn, ReopenedTurn, TurnStore
@@ -52,6 +54,8 @@ class Incoming:
     text: str
     user_id: str | None = None
     slack_ts: str | None = None
+    #: the files that came with it (the history keeps only a reference to each)
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -201,9 +205,8 @@ class Conversations:
 
     async def _turn(self, incoming: Incoming, hooks: Hooks) -> Reply:
         started = time.perf_counter()
-        user = Message.user(
-            clean_text(incoming.text), user_id=incoming.user_id, slack_ts=incoming.slack_ts
-        )
+        text = clean_text(with_references(incoming.text, incoming.attachments))
+        user = Message.user(text, user_id=incoming.user_id, slack_ts=incoming.slack_ts)
         user = user.with_(tokens=count_message(user))
         record = TurnRecord(
             channel_id=incoming.channel_id,
@@ -217,7 +220,8 @@ class Conversations:
         telemetry.turn_began(record.id)
         hooks = self._journaled(hooks, begun.turn)
         history = select_window(begun.recent, self.token_budget)
-        result = await self._refused(incoming) or await self.loop.run(history, begun.user, hooks)
+        asked = begun.user.with_(attachments=incoming.attachments)  # files: this turn only
+        result = await self._refused(incoming) or await self.loop.run(history, asked, hooks)
         return await self._store(begun.turn, record, result, started)
 
     async def _refused(self, incoming: Incoming) -> TurnResult | None:

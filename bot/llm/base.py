@@ -3,6 +3,7 @@ modes share."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -48,6 +49,18 @@ class ChatModel(Protocol):
         tools: Sequence[ToolSpec],
         on_text: TextSink | None = None,
     ) -> ModelReply: ...
+
+
+def with_files(message: Message) -> tuple[str, list[str]]:
+    """A person's message with the files that came with it, as a request carries it: its
+    text followed by the files' texts (contents or notes), and its images as data URLs."""
+    texts = [message.content or "", *(a.text for a in message.attachments if a.text)]
+    images = [
+        f"data:{a.mimetype};base64,{base64.b64encode(a.image).decode('ascii')}"
+        for a in message.attachments
+        if a.image is not None
+    ]
+    return "\n\n".join(text for text in texts if text), images
 
 
 class UnreadableReply(Exception):

@@ -16,6 +16,7 @@ from bot.llm.base import (
     model_errors,
     stream_events,
     take,
+    with_files,
 )
 from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage
 
@@ -173,6 +174,11 @@ def to_wire(system: str, messages: Sequence[Message]) -> list[dict[str, Any]]:
                     ],
                 }
             )
+        elif message.attachments:
+            text, images = with_files(message)
+            image_parts = [{"type": "image_url", "image_url": {"url": url}} for url in images]
+            parts = [{"type": "text", "text": text}, *image_parts]
+            wire.append({"role": message.role, "content": parts})
         else:
             wire.append({"role": message.role, "content": message.content or ""})
     return wire

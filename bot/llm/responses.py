@@ -27,6 +27,7 @@ from bot.llm.base import (
     model_errors,
     stream_events,
     take,
+    with_files,
 )
 from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage
 
@@ -174,7 +175,12 @@ def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
         if message.replay:
             items.extend(message.replay)
             continue
-        if message.content or not message.tool_calls:
+        if message.attachments:
+            text, images = with_files(message)
+            parts = [{"type": "input_text", "text": text}]
+            parts += [{"type": "input_image", "image_url": u, "detail": "auto"} for u in images]
+            items.append({"role": message.role, "content": parts})
+        elif message.content or not message.tool_calls:
             items.append({"role": message.role, "content": message.content or ""})
         items.extend(
             {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}

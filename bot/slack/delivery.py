@@ -16,6 +16,7 @@ carries its own in the metadata it ends with): a stretch resumed by another proc
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from bot.llm.base import TextSink
 from bot.messages import Decision, Outcome, ToolCall, TurnRecord
 from bot.slack.cards import approval_card, continue_message, feedback_block
 from bot.slack.events import Question, Thread
+from bot.slack.files import SlackFiles
 from bot.slack.live import LiveStatus
 from bot.slack.poster import Poster
 from bot.slack.stream import AnswerStream, Recipient
@@ -78,6 +80,7 @@ class Delivery:
         self.conversations = conversations
         self.poster = poster
         self.settings = settings
+        self.files = SlackFiles(poster.client, settings)
         #: asked before each write: with WRITE_APPROVAL the turn pauses for a person
         self.approver: Approver | None = _ask_a_person if settings.WRITE_APPROVAL else None
 
@@ -98,8 +101,12 @@ class Delivery:
         """Answer a question; whether its turn was stored (and its reply posted)."""
 
         async def work(sinks: Sinks) -> Reply:
+            incoming = question.incoming
+            if question.files:
+                attachments = await self.files.read(question.files)
+                incoming = dataclasses.replace(incoming, attachments=attachments)
             return await self.conversations.handle(
-                question.incoming,
+                incoming,
                 approver=self.approver_for(question.external),
                 on_progress=sinks.on_progress,
                 on_text=sinks.on_text,

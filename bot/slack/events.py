@@ -16,7 +16,7 @@ from typing import Any
 
 from bot.agent.conversations import Incoming
 from bot.jobs import Job
-from bot.messages import NEGATIVE, POSITIVE
+from bot.messages import NEGATIVE, POSITIVE, Attachment, with_references
 from bot.slack.cards import FEEDBACK
 
 #: a person's message with an attachment still asks something; other subtypes never do
@@ -25,6 +25,8 @@ ANSWERED_SUBTYPES = frozenset({None, "file_share"})
 QUESTION, CHANGE, PRESS = "question", "change", "press"
 #: events that say a channel was deleted
 CHANNEL_DELETIONS = frozenset({"channel_deleted", "group_deleted"})
+#: files read of one message (Slack attaches at most 10)
+MAX_FILES = 10
 #: a turn id fits a BIGINT
 TURN_ID_DIGITS = 18
 _TS = re.compile(r"^[0-9]{1,12}\.[0-9]{1,9}$")
@@ -33,6 +35,9 @@ ID_CHARS = 64
 #: a message event's fields the bot reads, and what each must be when present
 _ID_FIELDS = ("type", "subtype", "channel", "channel_type", "user", "bot_id", "team")
 _TS_FIELDS = ("ts", "thread_ts", "event_ts", "deleted_ts")
+#: fields of any request that Bolt reads as an ID or an object holding one
+_ENVELOPE_REFERENCES = ("team", "enterprise", "user", "channel", "container", "view")
+_ACTION_IDS = ("action_id", "block_id", "type")
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,8 @@ class Question:
     external: bool = False
     #: the asker's team (a stream in a channel is for them: recipient_team_id)
     team_id: str | None = None
+    #: the files of the message (Slack's file objects, the fields ``file_refs`` keeps)
+    files: tuple[dict[str, Any], ...] = ()
 
     @property
     def channel(self) -> str:
@@ -81,6 +88,7 @@ class Question:
             "pane": self.pane,
             "external": self.external,
             "team": self.team_id,
+            "files": list(self.files),
         }
 
     @classmethod
@@ -93,6 +101,7 @@ class Question:
             pane=data["pane"],
             external=external,
             team_id=data.get("team"),
+            files=tuple(data.get("files") or ()),  # none in a job queued by an older version
         )
 
     def job(self, event_id: str | None) -> Job:
@@ -110,7 +119,7 @@ def question_from(
     if event.get("subtype") not in ANSWERED_SUBTYPES:
         return None
     channel, ts, user = event.get("channel"), event.get("ts"), event.get("user")
-    text = event.get("text")
+    text = event.get("text", "")  # a message of files alone may have none
     if not (channel and ts and user and isinstance(text, str)):
         return None
     in_dm = kind == "message" and event.get("channel_type") == "im"
@@ -125,7 +134,38 @@ def question_from(
     # Slack names the asker's own workspace in user_team (team in older events)
     team = event.get("user_team") or event.get("team")
     external = is_external(team, home_team)
-    return Question(incoming, thread_ts, pane=pane, external=external, team_id=team or home_team)
+    return Question(
+        incoming,
+        thread_ts,
+        pane=pane,
+        external=external,
+        team_id=team or home_team,
+        files=file_refs(event.get("files")),
+    )
+
+
+def file_refs(files: Any) -> tuple[dict[str, Any], ...]:
+    """What is kept of a message's files (Slack's file objects) until they are read: each
+    one's id, name, type, size and private URL (none when Slack says to ask files.info)."""
+    if not isinstance(files, list):
+        return ()
+    refs = []
+    for file in files[:MAX_FILES]:
+        if not isinstance(file, dict) or not isinstance(file.get("id"), str) or not file["id"]:
+            continue
+        size = file.get("size")
+        url = file.get("url_private_download") or file.get("url_private")
+        refs.append(
+            {
+                "id": file["id"],
+                "name": str(file.get("name") or file.get("title") or file["id"])[:200],
+                "mimetype": str(file.get("mimetype") or "application/octet-stream")[:100],
+                "filetype": str(file.get("filetype") or "")[:50],
+                "size": size if isinstance(size, int) and size >= 0 else None,
+                "url": url if isinstance(url, str) else None,
+            }
+        )
+    return tuple(refs)
 
 
 @dataclass(frozen=True)
@@ -189,7 +229,9 @@ def edited_message(event: dict[str, Any], bot_user_id: str | None) -> Edit | Non
     if not asked:
         return None
     event_ts = event.get("event_ts") or event.get("ts") or ts
-    return Edit(channel, ts, strip_mention(text, bot_user_id), event_ts)
+    # the stored question keeps its files' references (Slack sends them with the edit)
+    files = [_reference(ref) for ref in file_refs(message.get("files"))]
+    return Edit(channel, ts, with_references(strip_mention(text, bot_user_id), files), event_ts)
 
 
 @dataclass(frozen=True)
@@ -299,17 +341,13 @@ def press_from(
     team = user.get("team_id") or (body.get("team") or {}).get("id")
     team_id = team if isinstance(team, str) and team else None
     external = is_external(user.get("team_id"), home_team)
-    return Press(
-        action_id,
-        int(turn_id),
-        user_id,
-        channel,
-        action_ts,
-        external,
-        verdict or None,
-        thread_ts,
-        team_id,
-    )
+    extra = (external, verdict or None, thread_ts, team_id)
+    return Press(action_id, int(turn_id), user_id, channel, action_ts, *extra)
+
+
+def _reference(ref: dict[str, Any]) -> Attachment:
+    """A file as the history refers to it (what ``file_refs`` kept), without its bytes."""
+    return Attachment(ref["id"], ref["name"], ref["mimetype"], ref["size"] or 0)
 
 
 def _ts(value: Any) -> bool:
@@ -323,9 +361,12 @@ def is_external(team: object, home_team: str | None) -> bool:
 
 
 def malformed(body: dict[str, Any]) -> str | None:
-    """Why a signed request cannot be an event the bot handles (a field missing or of the
-    wrong type; no value named), or None. A message or mention is checked field by field
-    here, before any rule above or Bolt reads it; other events are for Bolt's listeners."""
+    """Why a signed request cannot be one the bot handles (a field missing or of the
+    wrong type; no value named), or None. Checked before Bolt reads the request: Bolt
+    raises on an envelope field of the wrong type, and the rules above on a message's.
+    Events other than messages and mentions are for Bolt's listeners."""
+    if problem := _odd_envelope(body):
+        return problem
     if body.get("type") != "event_callback":
         return None
     event, event_id = body.get("event"), body.get("event_id")
@@ -348,6 +389,30 @@ def malformed(body: dict[str, Any]) -> str | None:
         if problem := _odd_fields(inner, f"event.{name}"):
             return problem
     return None
+
+
+def _odd_envelope(body: dict[str, Any]) -> str | None:
+    """What Bolt reads of every request (who, where, which button) in the wrong shape."""
+    for name in _ENVELOPE_REFERENCES:
+        if body.get(name) is not None and not isinstance(body[name], str | dict):
+            return f"{name} is neither an ID nor an object"
+    if not _objects(body.get("authorizations"), optional=True):
+        return "authorizations is not a list of objects"
+    if body.get("type") in ("block_actions", "interactive_message"):
+        actions = body.get("actions")
+        if not (_objects(actions, optional=False) and actions):
+            return "actions is not a list of actions"
+        for action in actions:
+            if any(action.get(k) is not None and not _is_id(action[k]) for k in _ACTION_IDS):
+                return "an action's action_id, block_id or type is not an ID"
+    return None
+
+
+def _objects(value: object, *, optional: bool) -> bool:
+    """A list of objects (or, if ``optional``, nothing)."""
+    if value is None:
+        return optional
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
 
 
 def _odd_fields(message: dict[str, Any], where: str) -> str | None:

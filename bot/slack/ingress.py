@@ -12,6 +12,10 @@ In this order, so that a stranger's request costs little and leaves one log line
    that Slack does not send it again.
 
 The refusal's log line names the method, the path, the size and the reason; never the body.
+
+In Socket Mode (``CheckedSocketModeHandler``) only the last step applies: an envelope the
+bot does not handle is acknowledged before Bolt reads it (Bolt's own reading of it may
+raise, and then no ack goes out and Slack sends it again).
 """
 
 from __future__ import annotations
@@ -24,10 +28,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import to_starlette_response
 from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
 from slack_bolt.request.internals import parse_body
-from starlette.requests import Request
+from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
+from slack_sdk.socket_mode.request import SocketModeRequest
+from slack_sdk.socket_mode.response import SocketModeResponse
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from bot.slack.events import malformed
@@ -49,7 +57,9 @@ async def handle(request: Request, app: AsyncApp, secret: bytes) -> Response:
         body = await signed_body(request, secret)
     except Refused as refused:
         return Response(status_code=refused.status)
-    payload = payload_of(body, request.headers.get("content-type"))
+    # the media type without its parameters, exactly as Bolt reads it
+    content_type = request.headers.get("content-type", "").split(";")[0] or None
+    payload = payload_of(body, content_type)
     problem = "not a JSON object nor a form carrying one" if payload is None else malformed(payload)
     if problem is not None:
         log.warning(
@@ -69,12 +79,29 @@ async def handle(request: Request, app: AsyncApp, secret: bytes) -> Response:
     return to_starlette_response(await app.async_dispatch(bolt_request))
 
 
+class CheckedSocketModeHandler(AsyncSocketModeHandler):
+    """Bolt's Socket Mode handler, after bot.slack.events.malformed has let the envelope by."""
+
+    async def handle(  # type: ignore[override]
+        self, client: AsyncBaseSocketModeClient, req: SocketModeRequest
+    ) -> None:
+        payload = req.payload
+        problem = malformed(payload) if isinstance(payload, dict) else "not a JSON object"
+        if problem is None:
+            await super().handle(client, req)  # type: ignore[arg-type]
+            return
+        log.warning("acknowledged a Socket Mode envelope the bot does not handle: %s", problem)
+        await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+
+
 @dataclass(frozen=True)
 class Refused(Exception):
     """The request is answered ``status`` without going further."""
 
     status: int
     reason: str
+    #: how much of the body was read before it was refused, when that is what counts
+    size: int | None = None
 
 
 async def signed_body(request: Request, secret: bytes) -> bytes:
@@ -92,7 +119,7 @@ async def signed_body(request: Request, secret: bytes) -> bytes:
             "refused %s %s (%d bytes) with %d: %s",
             request.method,
             request.url.path,
-            size,
+            size if refused.size is None else refused.size,
             refused.status,
             refused.reason,
         )
@@ -113,11 +140,14 @@ def payload_of(body: bytes, content_type: str | None) -> dict[str, Any] | None:
 async def _read_at_most(request: Request, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise Refused(413, f"body over {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise Refused(413, f"body over {limit} bytes (streamed; read no further)", size)
+            chunks.append(chunk)
+    except ClientDisconnect:  # nobody is left to answer
+        raise Refused(400, "the client went away before the end of its body", size) from None
     return b"".join(chunks)
 
 

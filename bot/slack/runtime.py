@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import aiohttp
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk.errors import SlackApiError
@@ -69,7 +68,7 @@ class SlackRuntime:
         self.worker: Worker | None = None
         #: HTTP mode: the signing secret, once started
         self._secret: bytes | None = None
-        self._socket: AsyncSocketModeHandler | None = None
+        self._socket: ingress.CheckedSocketModeHandler | None = None
         self._session: aiohttp.ClientSession | None = None
         #: what runs every so often: expiring approval requests, retention
         self._sweeps: list[asyncio.Task[None]] = []
@@ -109,7 +108,7 @@ class SlackRuntime:
         if self.socket_mode:
             # Bolt's default ping is every 10 s: a connection that stopped answering would be
             # given up only after four missed pongs, 40 s; here after 20 s
-            self._socket = AsyncSocketModeHandler(
+            self._socket = ingress.CheckedSocketModeHandler(
                 self.app, self.settings.SLACK_APP_TOKEN, ping_interval=SOCKET_PING_S
             )
             # a refused app token is one line here; the Socket Mode client itself would retry

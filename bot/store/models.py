@@ -149,6 +149,22 @@ class ChannelHoldRow(Base):
     lease_until: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
+class AdminSessionRow(Base):
+    """A browser logged in to the admin pages. Its cookie holds a random session id, of
+    which only the SHA-256 is kept here (the table cannot be used to log in); ``token_key``
+    is that of the ADMIN_TOKEN it logged in with, so a new token ends it."""
+
+    __tablename__ = "admin_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    token_key: Mapped[str] = mapped_column(String(64))
+    csrf: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_admin_sessions_expires_at", "expires_at"),)
+
+
 class AccountRow(Base):
     """A CRM account (company)."""
 

@@ -1,15 +1,17 @@
 """Who may use the admin app, and the headers every admin response carries.
 
 Who may enter: a request with ``Authorization: Bearer <ADMIN_TOKEN>``, or a browser that
-logged in with the token and holds the signed session cookie (HttpOnly, SameSite=Strict).
-The cookie carries a random per-session CSRF token that every form POST must echo; a Bearer
-request needs none, as no other site can make a browser send that header.
+logged in with the token and holds the session cookie (HttpOnly, SameSite=Strict). The
+cookie names a session kept in the database (bot.agent.admin_logins): logging out, or a new
+ADMIN_TOKEN, ends it at once. It is also signed with the token, so a forged one is refused
+without a lookup. The session's random CSRF token must be echoed by every form POST; a
+Bearer request needs none, as no other site can make a browser send that header. A wrong
+token counts against its address (bot.web.throttle).
 """
 
 from __future__ import annotations
 
 import hmac
-import secrets
 from dataclasses import dataclass
 
 from itsdangerous import BadData, URLSafeTimedSerializer
@@ -18,8 +20,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from bot.agent.admin_logins import AdminLogins
+from bot.web.throttle import LoginThrottle
+
 SESSION_COOKIE = "bot_admin"
-SESSION_MAX_AGE_S = 12 * 3600
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -37,6 +41,8 @@ SECURITY_HEADERS = {
 class Admin:
     #: the session's CSRF token; None for a Bearer request, which cannot be forged cross-site
     csrf: str | None
+    #: the browser's session; None for a Bearer request
+    session_id: str | None = None
 
     def sent_csrf(self, sent: object) -> bool:
         """Whether a form carried this session's CSRF token (or needs none)."""
@@ -46,47 +52,61 @@ class Admin:
 
 
 class Auth:
-    def __init__(self, token: str) -> None:
-        self._token = token.encode()
-        # keyed by the token itself: changing ADMIN_TOKEN ends every session
-        self._cookies = URLSafeTimedSerializer(token, salt="bot.web.admin.session")
+    def __init__(self, logins: AdminLogins, throttle: LoginThrottle) -> None:
+        self.logins = logins
+        self.throttle = throttle
+        self._cookies = URLSafeTimedSerializer(logins.token, salt="bot.web.admin.session")
+        self._max_age_s = int(logins.lifetime.total_seconds())
 
-    def matches(self, candidate: str) -> bool:
-        return hmac.compare_digest(candidate.encode(), self._token)
+    async def try_token(self, request: Request, candidate: str, how: str) -> bool:
+        """Whether ``candidate`` is ADMIN_TOKEN (see LoginThrottle.try_token)."""
+        return await self.throttle.try_token(request, candidate, self.logins.token, how)
 
-    def bearer(self, request: Request) -> bool:
-        """Whether the request carries ``Authorization: Bearer <the token>``."""
-        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and self.matches(credentials.strip())
-
-    def identify(self, request: Request) -> Admin | None:
-        if self.bearer(request):
+    async def identify(self, request: Request) -> Admin | None:
+        presented = bearer_token(request)
+        if presented is not None and await self.try_token(request, presented, "Bearer token on"):
             return Admin(csrf=None)
-        cookie = request.cookies.get(SESSION_COOKIE)
-        if not cookie:
+        session_id = self._session_of(request)
+        if session_id is None:
             return None
-        try:
-            data = self._cookies.loads(cookie, max_age=SESSION_MAX_AGE_S)
-        except BadData:
-            return None
-        csrf = data.get("csrf") if isinstance(data, dict) else None
-        return Admin(csrf) if isinstance(csrf, str) and csrf else None
+        csrf = await self.logins.csrf_of(session_id)
+        return Admin(csrf, session_id) if csrf else None
 
-    def start_session(self, request: Request, response: Response) -> None:
+    async def start_session(self, request: Request, response: Response) -> None:
+        login = await self.logins.start()
         response.set_cookie(
             SESSION_COOKIE,
-            self._cookies.dumps({"csrf": secrets.token_urlsafe(32)}),
-            max_age=SESSION_MAX_AGE_S,
+            self._cookies.dumps({"session": login.session_id}),
+            max_age=self._max_age_s,
             path=mount_root(request) or "/",
             secure=request.url.scheme == "https",
             httponly=True,
             samesite="strict",
         )
 
-    def end_session(self, request: Request, response: Response) -> None:
+    async def end_session(self, request: Request, admin: Admin, response: Response) -> None:
+        if admin.session_id is not None:
+            await self.logins.end(admin.session_id)
         response.delete_cookie(
             SESSION_COOKIE, path=mount_root(request) or "/", httponly=True, samesite="strict"
         )
+
+    def _session_of(self, request: Request) -> str | None:
+        cookie = request.cookies.get(SESSION_COOKIE)
+        if not cookie:
+            return None
+        try:
+            data = self._cookies.loads(cookie, max_age=self._max_age_s)
+        except BadData:
+            return None
+        session_id = data.get("session") if isinstance(data, dict) else None
+        return session_id if isinstance(session_id, str) and session_id else None
+
+
+def bearer_token(request: Request) -> str | None:
+    """What ``Authorization: Bearer ...`` carries, or None without one."""
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    return credentials.strip() if scheme.lower() == "bearer" else None
 
 
 def mount_root(request: Request) -> str:

@@ -24,10 +24,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from bot.agent.admin_logins import AdminLogins
 from bot.agent.sessions import Sessions
 from bot.documents import EXPORT_FORMATS, pretty_json, session_list
+from bot.errors import StoreError
 from bot.messages import SessionSummary, iso
 from bot.web.access import Admin, Auth, SecurityHeaders, mount_root, safe_next
+from bot.web.throttle import LoginThrottle, Throttled
 from bot.web.transcript import PROBLEM_OUTCOMES, Section, disliked, transcript
 
 SEARCH_MAX_CHARS = 200
@@ -35,11 +38,14 @@ SEARCH_MAX_CHARS = 200
 _HERE = Path(__file__).parent
 
 
-def admin_app(sessions: Sessions, token: str | None) -> Starlette | None:
-    """The admin app, or None when ADMIN_TOKEN is unset (then /admin stays unmounted: 404)."""
-    if not token:
+def admin_app(
+    sessions: Sessions, logins: AdminLogins | None, throttle: LoginThrottle | None = None
+) -> Starlette | None:
+    """The admin app, or None when ADMIN_TOKEN is unset, ``logins`` None (then /admin stays
+    unmounted: 404)."""
+    if logins is None:
         return None
-    site = AdminSite(sessions, Auth(token))
+    site = AdminSite(sessions, Auth(logins, throttle or LoginThrottle()))
     routes = [
         Route("/", site.sessions_page),
         Route("/login", site.login_page, methods=["GET"]),
@@ -53,7 +59,11 @@ def admin_app(sessions: Sessions, token: str | None) -> Starlette | None:
         Route("/api/sessions/{channel}", site.api_session),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(SecurityHeaders)])
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(SecurityHeaders)],
+        exception_handlers={Throttled: site.throttled, StoreError: site.unavailable},
+    )
 
 
 Handler = Callable[["AdminSite", Request, Admin], Awaitable[Response]]
@@ -64,7 +74,7 @@ def _page(handler: Handler) -> Callable[[AdminSite, Request], Awaitable[Response
 
     @functools.wraps(handler)
     async def guarded(site: AdminSite, request: Request) -> Response:
-        admin = site.auth.identify(request)
+        admin = await site.auth.identify(request)
         if admin is None:
             return site.login_form(request, next_path=_here(request), status_code=401)
         return await handler(site, request, admin)
@@ -77,7 +87,7 @@ def _form_post(handler: Handler) -> Callable[[AdminSite, Request], Awaitable[Res
 
     @functools.wraps(handler)
     async def guarded(site: AdminSite, request: Request) -> Response:
-        admin = site.auth.identify(request)
+        admin = await site.auth.identify(request)
         if admin is None:
             return site.message(request, None, "Log in first.", status_code=401)
         form = await request.form()
@@ -92,7 +102,7 @@ def _form_post(handler: Handler) -> Callable[[AdminSite, Request], Awaitable[Res
 def _api(handler: Handler) -> Callable[[AdminSite, Request], Awaitable[Response]]:
     @functools.wraps(handler)
     async def guarded(site: AdminSite, request: Request) -> Response:
-        admin = site.auth.identify(request)
+        admin = await site.auth.identify(request)
         if admin is None:
             return JSONResponse(
                 {"error": "unauthorized: send Authorization: Bearer <ADMIN_TOKEN>"},
@@ -124,14 +134,36 @@ class AdminSite:
         return self.render(request, admin, "message.html", status_code, text=text)
 
     def login_form(
-        self, request: Request, next_path: str, status_code: int, wrong: bool = False
+        self, request: Request, next_path: str, status_code: int, notice: str | None = None
     ) -> Response:
         return self.render(
-            request, None, "login.html", status_code, next_path=next_path, wrong=wrong
+            request, None, "login.html", status_code, next_path=next_path, notice=notice
         )
 
+    async def throttled(self, request: Request, exc: Exception) -> Response:
+        """429: too many wrong tokens, from this address or from everyone."""
+        assert isinstance(exc, Throttled)
+        whose = "from everyone" if exc.everyone else "from your address"
+        text = (
+            f"Too many wrong admin tokens {whose} in the last minute. "
+            f"Try again in {exc.retry_after_s} seconds."
+        )
+        headers = {"Retry-After": str(exc.retry_after_s)}
+        if _is_api(request):
+            return JSONResponse({"error": text}, status_code=429, headers=headers)
+        response = self.login_form(request, "", 429, notice=text)
+        response.headers.update(headers)
+        return response
+
+    async def unavailable(self, request: Request, exc: Exception) -> Response:
+        """503: the database did not answer (the log has why)."""
+        text = "The database is not answering. Try again in a minute; the log says why."
+        if _is_api(request):
+            return JSONResponse({"error": text}, status_code=503)
+        return self.message(request, None, text, status_code=503)
+
     async def login_page(self, request: Request) -> Response:
-        if self.auth.identify(request) is not None:
+        if await self.auth.identify(request) is not None:
             return RedirectResponse(mount_root(request) + "/", status_code=303)
         return self.login_form(request, request.query_params.get("next", ""), 200)
 
@@ -139,16 +171,18 @@ class AdminSite:
         # no CSRF token here: the form is useless to anyone who does not know the token
         form = await request.form()
         token, next_path = form.get("token"), str(form.get("next") or "")
-        if not isinstance(token, str) or not self.auth.matches(token):
-            return self.login_form(request, next_path, 401, wrong=True)
+        if not isinstance(token, str) or not await self.auth.try_token(
+            request, token, "login form at"
+        ):
+            return self.login_form(request, next_path, 401, notice="Wrong token.")
         response = RedirectResponse(safe_next(request, next_path), status_code=303)
-        self.auth.start_session(request, response)
+        await self.auth.start_session(request, response)
         return response
 
     @_form_post
     async def logout(self, request: Request, admin: Admin) -> Response:
         response = RedirectResponse(mount_root(request) + "/login", status_code=303)
-        self.auth.end_session(request, response)
+        await self.auth.end_session(request, admin, response)
         return response
 
     @_page
@@ -313,6 +347,10 @@ def _epoch(moment: datetime | None) -> float:
 
 
 # -- plumbing -----------------------------------------------------------------------------
+
+
+def _is_api(request: Request) -> bool:
+    return request.url.path.startswith(mount_root(request) + "/api/")
 
 
 def _here(request: Request) -> str:

@@ -10,6 +10,7 @@ failure is one line rather than a server traceback.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 
 from starlette.applications import Starlette
@@ -20,7 +21,10 @@ from starlette.routing import BaseRoute, Mount, Route
 from bot.slack.runtime import SlackRuntime
 from bot.web.admin import admin_app
 from bot.web.metrics import metrics_route
+from bot.web.throttle import LoginThrottle
 from bot.wiring import Services
+
+log = logging.getLogger(__name__)
 
 
 def create_app(services: Services, slack: SlackRuntime | None = None) -> Starlette:
@@ -34,10 +38,12 @@ def create_app(services: Services, slack: SlackRuntime | None = None) -> Starlet
     routes: list[BaseRoute] = [Route("/healthz", healthz, methods=["GET"])]
     if slack is not None and not slack.socket_mode:
         routes.append(Route("/slack/events", slack.handle_http, methods=["POST"]))
-    scrape = metrics_route(services.settings)
+    # wrong tokens on /metrics and /admin count together
+    throttle = LoginThrottle()
+    scrape = metrics_route(services.settings, throttle)
     if scrape is not None:  # without a token, /metrics stays a 404
         routes.append(scrape)
-    admin = admin_app(services.sessions, services.settings.ADMIN_TOKEN)
+    admin = admin_app(services.sessions, services.admin_logins, throttle)
     if admin is not None:  # without ADMIN_TOKEN, /admin stays a 404
         routes.append(Mount("/admin", app=admin))
 
@@ -54,6 +60,10 @@ async def serving(services: Services, slack: SlackRuntime | None) -> AsyncIterat
     """Slack started for the duration; then drained, and the services closed."""
     try:
         services.start()
+        if services.admin_logins is not None:
+            ended = await services.admin_logins.forget_other_tokens()
+            if ended:
+                log.info("ADMIN_TOKEN changed: %d admin session(s) of the old one ended", ended)
         if slack is not None:
             await slack.start()
         yield

@@ -12,18 +12,30 @@ from starlette.routing import Route
 
 from bot import metrics
 from bot.config import Settings
-from bot.web.access import Auth
+from bot.web.access import bearer_token
+from bot.web.throttle import LoginThrottle, Throttled
 
 
-def metrics_route(settings: Settings) -> Route | None:
-    """The route, or None when no token would let anyone in."""
+def metrics_route(settings: Settings, throttle: LoginThrottle) -> Route | None:
+    """The route, or None when no token would let anyone in. Wrong tokens count in
+    ``throttle`` with the admin pages' (it may be ADMIN_TOKEN that is being guessed)."""
     token = settings.METRICS_TOKEN or settings.ADMIN_TOKEN
     if not token:
         return None
-    auth = Auth(token)
 
     async def scrape(request: Request) -> Response:
-        if not auth.bearer(request):
+        presented = bearer_token(request)
+        try:
+            allowed = presented is not None and await throttle.try_token(
+                request, presented, token, "metrics token on"
+            )
+        except Throttled as throttled:
+            return PlainTextResponse(
+                f"Too many wrong tokens; try again in {throttled.retry_after_s} seconds.\n",
+                status_code=429,
+                headers={"Retry-After": str(throttled.retry_after_s)},
+            )
+        if not allowed:
             return PlainTextResponse(
                 "Authorization: Bearer METRICS_TOKEN (or ADMIN_TOKEN) is needed.\n",
                 status_code=401,

@@ -73,3 +73,14 @@ def test_malformed_default_headers_are_one_line(tmp_path: Path) -> None:
         "error: OPENAI_DEFAULT_HEADERS is invalid (not valid JSON): put a JSON object of header "
         'names and values, e.g. {"X-Team": "ops"} in it.'
     )
+
+
+def test_a_short_admin_token_stops_the_bot_in_one_line(tmp_path: Path) -> None:
+    env = {"ADMIN_TOKEN": "s3cret-admin-token", "SLACK_APP_TOKEN": "xapp-1"}
+    result = run_bot("run", cwd=tmp_path, env=env)
+
+    assert result.returncode == 2
+    line = one_line(result.stderr)
+    assert line.startswith("error: ADMIN_TOKEN is invalid (shorter than 32 characters): put ")
+    assert "openssl rand -hex 32" in line and "s3cret" not in line
+    assert not (tmp_path / "bot.db").exists()

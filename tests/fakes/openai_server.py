@@ -32,6 +32,7 @@ reply, tool calls scripted while tools are disabled, ...) are 500s whose message
 from __future__ import annotations
 
 import asyncio
+import base64
 import inspect
 import json
 import math
@@ -556,6 +557,52 @@ def _validate_chat_content(msg: dict[str, Any], p: str, role: str, required: boo
             raise _invalid_value(f"{pp}.type", ptype, allowed)
         if ptype == "text":
             _require_str(part, "text", f"{pp}.text")
+        if ptype == "image_url":
+            image = _require(part, "image_url", f"{pp}.image_url")
+            if not isinstance(image, dict):
+                raise _invalid_type(f"{pp}.image_url", "an object", image)
+            _check_image_url(_require_str(image, "url", f"{pp}.image_url.url"), pp)
+            if image.get("detail") is not None and image["detail"] not in _DETAILS:
+                raise _invalid_value(f"{pp}.image_url.detail", image["detail"], _DETAILS)
+
+
+_DETAILS = ["auto", "low", "high"]
+_IMAGE_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp"]
+_IMAGE_MAGIC = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),
+}
+
+
+def _check_image_url(url: str, param: str) -> None:
+    """An image by URL, or inline as a base64 data URL of a supported type whose bytes are
+    that type's (OpenAI decodes it and refuses what is not an image)."""
+    if url.startswith(("https://", "http://")):
+        return
+    head, comma, data = url.partition(",")
+    mime = head.removeprefix("data:").removesuffix(";base64")
+    if not (head.startswith("data:") and head.endswith(";base64") and comma):
+        raise _ApiError(400, "Invalid image URL: expected a URL or a base64 data URL.", param=param)
+    if mime not in _IMAGE_TYPES:
+        raise _ApiError(
+            400,
+            f"Invalid MIME type. Only {_listing(_IMAGE_TYPES)} images are supported.",
+            param=param,
+            code="invalid_image_format",
+        )
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        raw = b""
+    if not raw.startswith(_IMAGE_MAGIC[mime]):
+        raise _ApiError(
+            400,
+            "You uploaded an unsupported image. Please make sure your image is valid.",
+            param=param,
+            code="invalid_image",
+        )
 
 
 def _validate_chat(body: dict[str, Any]) -> None:
@@ -803,6 +850,14 @@ def _validate_responses_message(item: dict[str, Any], p: str) -> None:
             raise _invalid_value(pp, ptype, allowed)
         if ptype in ("input_text", "output_text"):
             _require_str(part, "text", f"{pp}.text")
+        if ptype == "input_image":
+            detail = _require(part, "detail", f"{pp}.detail")
+            if detail not in _DETAILS:
+                raise _invalid_value(f"{pp}.detail", detail, _DETAILS)
+            if part.get("image_url") is None and part.get("file_id") is None:
+                raise _missing(f"{pp}.image_url")
+            if part.get("image_url") is not None:
+                _check_image_url(_require_str(part, "image_url", f"{pp}.image_url"), pp)
 
 
 def _validate_responses_input(body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -17,7 +17,10 @@ request held open, before or after it is handled; `held` lists those). What happ
 `calls`, `calls_to(method)`, `messages(channel)`, `thread(channel, ts)`,
 `reactions(channel, ts)`, `ephemeral_messages`, `assistant_status`, `suggested_prompts`,
 `thread_titles`, `streams(channel)` (Slack's streaming methods: see tests.fakes.slack_streams,
-and `refuse_stream_after` to have streams expire).
+and `refuse_stream_after` to have streams expire). Files people attached:
+`add_file(name, content, mimetype)` gives the file object for an event's `files`, served at
+its `url_private` to the bot token only (anyone else is redirected to a sign-in page, as
+Slack does), and by `files.info`; `file_downloads` lists the requests for them.
 
 The server runs in its own thread (see tests.fakes.serve), so all state is behind a lock and the
 accessors return copies.
@@ -35,7 +38,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -44,7 +47,14 @@ from slack_sdk.signature import SignatureVerifier
 from starlette.applications import Starlette
 from starlette.datastructures import UploadFile
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from starlette.routing import Route
 
 from tests.fakes.serve import ServedApp, StopsOnExit, serve_in_thread
@@ -66,6 +76,8 @@ MAX_SECTION_FIELDS = 10
 MAX_FIELD_TEXT = 2_000
 MAX_HEADER_TEXT = 150
 MAX_MARKDOWN_TEXT = 12_000
+_FILE_CHUNK = 256 * 1024
+
 FIRST_TS_SECONDS = 1_700_000_000
 
 # Arguments the SDK may send as JSON text inside a form-encoded body.
@@ -151,6 +163,9 @@ class FakeSlack(StreamMethods, StopsOnExit):
         self._prompts: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._titles: dict[tuple[str, str], str] = {}
         self._ts_counter = 0
+        #: files people attached: (Slack's file object, its bytes) by id
+        self._files: dict[str, tuple[dict[str, Any], bytes]] = {}
+        self._downloads: list[dict[str, Any]] = []
         #: scripted hangs by method: [channel or None, seconds, after, times left]
         self._hangs: dict[str, list[list[Any]]] = defaultdict(list)
         #: (method, channel) of each request held open so far
@@ -172,12 +187,17 @@ class FakeSlack(StreamMethods, StopsOnExit):
             "conversations.history": self._conversations_history,
             "conversations.replies": self._conversations_replies,
             "users.info": self._users_info,
+            "files.info": self._files_info,
             "assistant.threads.setStatus": self._set_status,
             "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
             "assistant.threads.setTitle": self._set_title,
         }
         self.app = Starlette(
-            routes=[Route("/api/{method}", self._endpoint, methods=["GET", "POST"])]
+            routes=[
+                Route("/api/{method}", self._endpoint, methods=["GET", "POST"]),
+                Route("/files-pri/{file_id}/{name}", self._serve_file, methods=["GET"]),
+                Route("/signin", self._sign_in, methods=["GET"]),
+            ]
         )
         self._served: ServedApp = serve_in_thread(self.app)
         self.url = self._served.url
@@ -265,6 +285,81 @@ class FakeSlack(StreamMethods, StopsOnExit):
                 {"type": "message", "ts": ts, "text": text, "user": user, "thread_ts": thread_ts}
             )
             return ts
+
+    def add_file(
+        self,
+        name: str,
+        content: bytes,
+        mimetype: str,
+        *,
+        filetype: str = "",
+        size: int | None = None,
+        check_file_info: bool = False,
+    ) -> dict[str, Any]:
+        """A file someone attached, as Slack's file object in their message's ``files``:
+        served at its ``url_private`` to the bot token only. ``size``: what Slack says
+        (default: the real size); ``check_file_info``: without its URLs, as Slack Connect
+        sends it (files.info tells them)."""
+        with self._lock:
+            file_id = f"F{len(self._files) + 1:08d}"
+            url = f"{self.url}/files-pri/{file_id}/{name}"
+            file = {
+                "id": file_id,
+                "name": name,
+                "title": name,
+                "mimetype": mimetype,
+                "filetype": filetype,
+                "size": len(content) if size is None else size,
+                "mode": "hosted",
+                "file_access": "visible",
+                "url_private": url,
+                "url_private_download": url + "?download=1",
+            }
+            self._files[file_id] = (file, content)
+        if check_file_info:
+            hidden = ("url_private", "url_private_download")
+            return {
+                **{k: v for k, v in file.items() if k not in hidden},
+                "file_access": "check_file_info",
+            }
+        return dict(file)
+
+    @property
+    def file_downloads(self) -> list[dict[str, Any]]:
+        """Each request for a file's bytes: its ``id``, whether it was ``authorized`` and
+        how many bytes were ``served`` before the reader stopped."""
+        with self._lock:
+            return [dict(d) for d in self._downloads]
+
+    async def _serve_file(self, request: Request) -> Response:
+        file_id = request.path_params["file_id"]
+        auth = request.headers.get("authorization", "")
+        with self._lock:
+            found = self._files.get(file_id)
+            download = {"id": file_id, "authorized": auth == f"Bearer {self.bot_token}"}
+            download["served"] = 0
+            self._downloads.append(download)
+        if found is None or request.path_params["name"] != found[0]["name"]:
+            return PlainTextResponse("Not found", status_code=404)
+        if not download["authorized"]:  # as Slack does: off to the sign-in page
+            return RedirectResponse(f"{self.url}/signin?redir=/files-pri/{file_id}", 302)
+        content = found[1]
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for start in range(0, len(content), _FILE_CHUNK):
+                if await request.is_disconnected():  # the reader stopped: so does Slack
+                    return
+                piece = content[start : start + _FILE_CHUNK]
+                with self._lock:
+                    download["served"] += len(piece)
+                yield piece
+
+        media = found[0]["mimetype"]
+        length = {"Content-Length": str(len(content))}
+        return StreamingResponse(chunks(), media_type=media, headers=length)
+
+    async def _sign_in(self, request: Request) -> Response:
+        return HTMLResponse("<html><body>Sign in to Slack</body></html>")
 
     async def wait_for(
         self,
@@ -651,6 +746,12 @@ class FakeSlack(StreamMethods, StopsOnExit):
             **info.get("profile", {}),
         }
         return {"user": info}
+
+    def _files_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        found = self._files.get(str(args.get("file") or ""))
+        if found is None:
+            raise _SlackError("file_not_found")
+        return {"file": dict(found[0])}
 
     def _assistant_thread(self, args: dict[str, Any]) -> tuple[str, str]:
         channel = self._require_channel(args, "channel_id")

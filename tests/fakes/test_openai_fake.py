@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from typing import Any
@@ -406,6 +407,37 @@ CHAT_REJECTIONS = [
 ]
 
 
+PNG_URL = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n0000").decode()
+
+
+def _chat_image(url: Any) -> dict[str, Any]:
+    parts = [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": url}]
+    return {"messages": [{"role": "user", "content": parts}]}
+
+
+CHAT_REJECTIONS += [
+    (_chat_image("nope"), "Invalid type for 'messages[0].content[1].image_url'"),
+    (_chat_image({"url": "data:image/bmp;base64,Qk0="}), "Invalid MIME type."),
+    (_chat_image({"url": "data:image/png;base64,aGVsbG8="}), "unsupported image"),
+    (_chat_image({"url": PNG_URL, "detail": "max"}), "Invalid value: 'max'"),
+    (
+        {"messages": [{"role": "system", "content": [{"type": "image_url"}]}, USER]},
+        "Invalid value: 'image_url'. Supported values are: 'text'.",
+    ),
+]
+
+
+async def test_image_parts_are_accepted_in_both_modes(
+    fake: FakeOpenAI, client: openai.AsyncOpenAI
+) -> None:
+    fake.script(Reply(text="A PNG."), Reply(text="A PNG again."))
+    await client.chat.completions.create(model=MODEL, **_chat_image({"url": PNG_URL}))
+    image = {"type": "input_image", "image_url": PNG_URL, "detail": "auto"}
+    question = [{"type": "input_text", "text": "what is this?"}, image]
+    await client.responses.create(model=MODEL, input=[{"role": "user", "content": question}])
+    assert [r.status for r in fake.requests] == [200, 200]
+
+
 @pytest.mark.parametrize(("override", "message"), CHAT_REJECTIONS)
 async def test_chat_rejections(
     fake: FakeOpenAI, client: openai.AsyncOpenAI, override: dict[str, Any], message: str
@@ -466,6 +498,21 @@ RESPONSES_REJECTIONS = [
             ]
         },
         "Invalid 'input[1].id': 'call_9'. Expected an ID that begins with 'fc'.",
+    ),
+    (
+        {"input": [{"role": "user", "content": [{"type": "input_image", "image_url": PNG_URL}]}]},
+        "Missing required parameter: 'input[0].content[0].detail'.",
+    ),
+    (
+        {
+            "input": [
+                {
+                    "role": "user",
+                    "content": [{"type": "input_image", "image_url": "x", "detail": "auto"}],
+                }
+            ]
+        },
+        "Invalid image URL",
     ),
     ({"tools": [NOW_CHAT]}, "Missing required parameter: 'tools[0].name'."),
     (

@@ -9,6 +9,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from urllib.parse import parse_qs
 
+import aiohttp
 import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
@@ -289,6 +290,12 @@ def section(text: str) -> dict:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
+def thumbs(label: str = "Good") -> dict:
+    button = {"text": {"type": "plain_text", "text": label}, "value": "positive:1"}
+    negative = {"text": {"type": "plain_text", "text": "Bad"}, "value": "negative:1"}
+    return {"type": "feedback_buttons", "positive_button": button, "negative_button": negative}
+
+
 @pytest.mark.parametrize(
     ("blocks", "error"),
     [
@@ -303,6 +310,13 @@ def section(text: str) -> dict:
             "invalid_blocks",
         ),
         ({"type": "section"}, "invalid_blocks_format"),
+        ([{"type": "context_actions", "elements": []}], "invalid_blocks"),
+        ([{"type": "context_actions", "elements": [{"type": "button"}]}], "invalid_blocks"),
+        (
+            [{"type": "context_actions", "elements": [{"type": "feedback_buttons"}]}],
+            "invalid_blocks",
+        ),
+        ([{"type": "context_actions", "elements": [thumbs("x" * 76)]}], "invalid_blocks"),
     ],
 )
 async def test_invalid_blocks(client: AsyncWebClient, blocks: object, error: str) -> None:
@@ -310,6 +324,39 @@ async def test_invalid_blocks(client: AsyncWebClient, blocks: object, error: str
         client.api_call("chat.postMessage", json={"channel": "C1", "text": "t", "blocks": blocks})
     )
     assert failure.response["error"] == error
+
+
+async def test_feedback_buttons_are_accepted(slack: FakeSlack, client: AsyncWebClient) -> None:
+    blocks = [section("answer"), {"type": "context_actions", "elements": [thumbs()]}]
+    assert (await client.chat_postMessage(channel="C1", text="answer", blocks=blocks))["ok"]
+    assert slack.messages("C1")[0]["blocks"] == blocks
+
+
+async def test_files_are_served_to_the_bot_token_only(
+    slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    shared = slack.add_file("a.csv", b"x,y\n1,2\n", "text/csv", filetype="csv")
+    hidden = slack.add_file("b.txt", b"secret", "text/plain", check_file_info=True)
+
+    async with aiohttp.ClientSession() as http:
+        url = shared["url_private"]
+        async with http.get(url, headers={"Authorization": f"Bearer {TOKEN}"}) as ok:
+            assert ok.status == 200 and await ok.read() == b"x,y\n1,2\n"
+            assert ok.headers["Content-Type"].startswith("text/csv")
+        async with http.get(url, allow_redirects=False) as stranger:
+            assert stranger.status == 302 and "/signin" in stranger.headers["Location"]
+        bad = {"Authorization": "Bearer xoxb-other"}
+        async with http.get(url, headers=bad) as followed:
+            assert "Sign in" in await followed.text()  # Slack's page, not the file
+    assert "url_private" not in hidden and hidden["file_access"] == "check_file_info"
+    info = await client.files_info(file=hidden["id"])
+    assert info["file"]["url_private"].endswith("/b.txt")
+    assert [(d["id"], d["authorized"]) for d in slack.file_downloads] == [
+        (shared["id"], True),
+        (shared["id"], False),
+        (shared["id"], False),
+    ]
+    assert (await api_error(client.files_info(file="F0"))).response["error"] == "file_not_found"
 
 
 async def test_block_limits_are_inclusive(client: AsyncWebClient) -> None:

@@ -5,13 +5,21 @@ warning line at most (its size and path, never the body) and never a 500 or a tr
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 import time
+from urllib.parse import parse_qs, urlencode
 
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.slack_server import FakeSlack, event_payload, signed_headers
+from tests.fakes.slack_server import (
+    FakeSlack,
+    block_actions_payload,
+    event_payload,
+    signed_headers,
+)
 from tests.scenarios.slack.conftest import SECRET, Clock, RunningBot, mention
 
 MB = 1024 * 1024
@@ -162,7 +170,10 @@ async def test_a_streamed_body_is_read_no_further_than_1_mb(
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:100]
     records = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(records) == 1 and records[0].exc_info is None
-    assert "/slack/events" in records[0].getMessage()
+    logged = records[0].getMessage()
+    assert "/slack/events" in logged and "413" in logged
+    read = int(re.search(r"\((\d+) bytes\)", logged).group(1))  # type: ignore[union-attr]
+    assert MB < read < 2 * MB
     nothing_ran(bot, fake_slack, fake_openai)
 
 
@@ -185,3 +196,58 @@ async def test_after_the_junk_a_real_question_is_answered(
             or any(c.args.get("channel") == "C1" for c in s.calls_to("chat.startStream"))
         )
     )
+
+
+ENVELOPE_KEYS = ["team", "enterprise", "authorizations", "user", "channel", "container"]
+ODD_VALUES: list[object] = [5, True, [1], "x", {"id": 5}, []]
+
+
+@pytest.mark.parametrize("kind", ["event", "button"])
+async def test_signed_envelopes_with_odd_fields_are_never_a_500(
+    bot: RunningBot, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    """What Bolt reads of every request (team, user, authorizations, actions...) in the wrong
+    shape: its reading raised, and the request got a 500 and a traceback."""
+    if kind == "event":
+        base = json.loads(event_payload(mention("C1", "1700000000.000100")))
+    else:
+        base = json.loads(parse_qs(block_actions_payload("approve", "1"))["payload"][0])
+    keys = ENVELOPE_KEYS + (["actions"] if kind == "button" else [])
+    statuses = {}
+    with caplog.at_level(logging.WARNING):
+        for key in keys:
+            for value in ODD_VALUES:
+                text = json.dumps({**base, key: value})
+                body = urlencode({"payload": text}) if kind == "button" else text
+                response = await bot.post(body, signed_headers(body, SECRET))
+                statuses[key, repr(value)] = response.status_code
+    await bot.idle()
+    assert {k: s for k, s in statuses.items() if s != 200} == {}
+    failures = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+    assert [r.getMessage() for r in failures] == []
+
+
+@pytest.mark.parametrize("body", ["[1, 2]", '"text"', "null"])
+async def test_a_signed_json_body_with_a_charset_that_is_no_object_is_acknowledged(
+    bot: RunningBot, caplog: pytest.LogCaptureFixture, body: str
+) -> None:
+    headers = signed_headers(body, SECRET, content_type="application/json; charset=utf-8")
+    with caplog.at_level(logging.WARNING):
+        response = await bot.post(body, headers)
+    assert response.status_code == 200
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+async def test_a_client_gone_before_the_end_of_its_body_leaves_one_line(
+    bot: RunningBot, caplog: pytest.LogCaptureFixture
+) -> None:
+    head = request_head(**{"Content-Type": "application/json", "Content-Length": "1000"})
+    with caplog.at_level(logging.INFO):
+        _, writer = await asyncio.open_connection(bot.served.host, bot.served.port)
+        writer.write(head + b'{"type": "event_')
+        await writer.drain()
+        await asyncio.sleep(0.2)
+        writer.close()
+        await asyncio.sleep(0.5)
+    records = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(records) <= 1 and all(r.exc_info is None for r in records), records

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -27,37 +28,42 @@ def bot_database_url(database_url: str) -> str:
     return database_url
 
 
-async def acknowledged_and_nothing_else(
-    response: Any,
-    caplog: pytest.LogCaptureFixture,
-    bot: RunningBot,
-    slack: FakeSlack,
-    openai: FakeOpenAI,
-    db: Database,
-) -> None:
-    assert response.status_code == 200, response.text
-    await bot.idle()
-    warned = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert len(warned) <= 1, [r.getMessage() for r in warned]
-    assert all(r.exc_info is None and "\n" not in r.getMessage() for r in warned)
-    assert [c.method for c in slack.calls] == ["auth.test"]
-    assert openai.requests == []
-    assert await db.history.list_sessions() == []
-    assert await db.inbox.left_over() == []
+Deliver = Callable[[str], Awaitable[None]]
 
 
-@pytest.mark.parametrize("body", ["{bad", "[1, 2]", '"text"', "payload=%7Bbad", "payload=%5B%5D"])
-async def test_a_signed_body_that_is_no_object_is_acknowledged(
+@pytest.fixture
+def deliver(
     bot: RunningBot,
     fake_slack: FakeSlack,
     fake_openai: FakeOpenAI,
     db: Database,
     caplog: pytest.LogCaptureFixture,
+) -> Deliver:
+    """``await deliver(body)``: post it signed, and check it was acknowledged (200) with at
+    most one warning line, nothing answered, asked or stored."""
+
+    async def post_and_check(body: str) -> None:
+        with caplog.at_level(logging.INFO):
+            response = await bot.post(body, signed_headers(body, SECRET))
+        assert response.status_code == 200, response.text
+        await bot.idle()
+        warned = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert len(warned) <= 1, [r.getMessage() for r in warned]
+        assert all(r.exc_info is None and "\n" not in r.getMessage() for r in warned)
+        assert [c.method for c in fake_slack.calls] == ["auth.test"]
+        assert fake_openai.requests == []
+        assert await db.history.list_sessions() == []
+        assert await db.inbox.left_over() == []
+
+    return post_and_check
+
+
+@pytest.mark.parametrize("body", ["{bad", "[1, 2]", '"text"', "payload=%7Bbad", "payload=%5B%5D"])
+async def test_a_signed_body_that_is_no_object_is_acknowledged(
+    deliver: Deliver,
     body: str,
 ) -> None:
-    with caplog.at_level(logging.INFO):
-        response = await bot.post(body, signed_headers(body, SECRET))
-    await acknowledged_and_nothing_else(response, caplog, bot, fake_slack, fake_openai, db)
+    await deliver(body)
 
 
 def envelope(**fields: Any) -> str:
@@ -75,17 +81,10 @@ ENVELOPES = {
 
 @pytest.mark.parametrize("case", ENVELOPES)
 async def test_a_broken_envelope_is_acknowledged(
-    bot: RunningBot,
-    fake_slack: FakeSlack,
-    fake_openai: FakeOpenAI,
-    db: Database,
-    caplog: pytest.LogCaptureFixture,
+    deliver: Deliver,
     case: str,
 ) -> None:
-    body = ENVELOPES[case]()
-    with caplog.at_level(logging.INFO):
-        response = await bot.post(body, signed_headers(body, SECRET))
-    await acknowledged_and_nothing_else(response, caplog, bot, fake_slack, fake_openai, db)
+    await deliver(ENVELOPES[case]())
 
 
 ODD_MENTIONS: dict[str, dict[str, Any]] = {
@@ -109,20 +108,14 @@ ODD_MENTIONS: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("case", ODD_MENTIONS)
 @pytest.mark.parametrize("where", ["mention", "DM"])
 async def test_a_mention_or_dm_with_a_field_of_the_wrong_type_is_acknowledged(
-    bot: RunningBot,
-    fake_slack: FakeSlack,
-    fake_openai: FakeOpenAI,
-    db: Database,
+    deliver: Deliver,
     clock: Clock,
-    caplog: pytest.LogCaptureFixture,
     case: str,
     where: str,
 ) -> None:
     made = mention if where == "mention" else dm
     event = {**made("C1", clock.ts(), f"<@{BOT}> hello"), **ODD_MENTIONS[case]}
-    with caplog.at_level(logging.INFO):
-        response = await bot.send(event)
-    await acknowledged_and_nothing_else(response, caplog, bot, fake_slack, fake_openai, db)
+    await deliver(event_payload(event))
 
 
 ODD_CHANGES: dict[str, dict[str, Any]] = {
@@ -141,18 +134,12 @@ ODD_CHANGES: dict[str, dict[str, Any]] = {
 
 @pytest.mark.parametrize("case", ODD_CHANGES)
 async def test_an_odd_edit_or_deletion_is_acknowledged(
-    bot: RunningBot,
-    fake_slack: FakeSlack,
-    fake_openai: FakeOpenAI,
-    db: Database,
+    deliver: Deliver,
     clock: Clock,
-    caplog: pytest.LogCaptureFixture,
     case: str,
 ) -> None:
     event = {**dm("D1", clock.ts()), **ODD_CHANGES[case]}
-    with caplog.at_level(logging.INFO):
-        response = await bot.send(event)
-    await acknowledged_and_nothing_else(response, caplog, bot, fake_slack, fake_openai, db)
+    await deliver(event_payload(event))
 
 
 UNSUBSCRIBED = {
@@ -169,29 +156,17 @@ UNSUBSCRIBED = {
 
 @pytest.mark.parametrize("case", UNSUBSCRIBED)
 async def test_an_event_the_bot_did_not_subscribe_to_is_acknowledged(
-    bot: RunningBot,
-    fake_slack: FakeSlack,
-    fake_openai: FakeOpenAI,
-    db: Database,
-    caplog: pytest.LogCaptureFixture,
+    deliver: Deliver,
     case: str,
 ) -> None:
-    with caplog.at_level(logging.INFO):
-        response = await bot.send(UNSUBSCRIBED[case])
-    await acknowledged_and_nothing_else(response, caplog, bot, fake_slack, fake_openai, db)
+    await deliver(event_payload(UNSUBSCRIBED[case]))
 
 
 async def test_a_button_that_is_not_the_bots_is_acknowledged(
-    bot: RunningBot,
-    fake_slack: FakeSlack,
-    fake_openai: FakeOpenAI,
-    db: Database,
-    caplog: pytest.LogCaptureFixture,
+    deliver: Deliver,
 ) -> None:
     body = block_actions_payload("someone_elses_button", "1")
-    with caplog.at_level(logging.INFO):
-        response = await bot.post(body, signed_headers(body, SECRET))
-    await acknowledged_and_nothing_else(response, caplog, bot, fake_slack, fake_openai, db)
+    await deliver(body)
 
 
 async def test_after_the_odd_events_a_real_question_is_answered(

@@ -17,15 +17,17 @@ import pytest
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from bot.agent.admin_logins import AdminLogins
 from bot.agent.sessions import Sessions
 from bot.messages import Message, ToolCall
+from bot.store.admin_sessions import AdminSessionStore
 from bot.store.db import create_engine
 from bot.store.history import HistoryStore
 from bot.web.admin import admin_app
 from tests.fakes.serve import ServedApp, serve_in_thread
 from tests.stored_turns import add_turn
 
-TOKEN = "s3cret-admin-token"
+TOKEN = "s3cret-admin-token-0123456789abcdef"
 CALL = ToolCall("call_1", "jira_get_issue", '{"issue_key":"TASK-1"}')
 FAILING_CALL = ToolCall("call_2", "jira_search_issues", '{"jql":"project = TASK","max_results":5}')
 SCRIPT = "<script>window.__xss=1</script>"
@@ -78,7 +80,8 @@ def seed_history(database_url: str) -> None:
 def serve_admin(database_url: str, token: str | None = TOKEN) -> Iterator[ServedApp]:
     """The admin app mounted at /admin in a small Starlette, served by uvicorn."""
     store = HistoryStore(create_engine(database_url))
-    admin = admin_app(Sessions(store), token)
+    logins = AdminLogins(AdminSessionStore(store.engines), token) if token else None
+    admin = admin_app(Sessions(store), logins)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

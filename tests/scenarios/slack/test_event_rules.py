@@ -8,16 +8,19 @@ from typing import Any
 import pytest
 
 from bot.agent.conversations import Incoming
+from bot.slack.cards import FEEDBACK, PRESSES
 from bot.slack.events import (
     ChannelGone,
     Deletion,
     Edit,
+    Press,
     Question,
     change_from,
     change_of,
     deleted_message,
     edited_message,
     is_ignored,
+    press_from,
     question_from,
     strip_mention,
 )
@@ -136,6 +139,19 @@ def test_an_edit_of_a_question_is_followed_with_its_new_text() -> None:
     assert not is_ignored(in_channel, BOT) and question_from(in_channel, BOT) is None
 
 
+def test_an_edited_question_keeps_its_files_references() -> None:
+    changed = edit("see this", "see this one", channel="D1", channel_type="im")
+    file = {"id": "F1", "name": "a.png", "mimetype": "image/png", "size": 1234}
+    changed["message"]["files"] = [file]
+
+    assert edited_message(changed, BOT) == Edit(
+        "D1",
+        "1.000100",
+        "see this one\n[attached file 'a.png': image/png, 1,234 bytes, id F1]",
+        "2.0",
+    )
+
+
 @pytest.mark.parametrize(
     "changed",
     [
@@ -185,3 +201,74 @@ def test_a_deleted_channel_is_a_change_placed_after_what_was_sent_before() -> No
     # without a channel, or a time to place it by, there is nothing to do
     assert change_from({"type": "channel_deleted"}, BOT, 1_700_000_000) is None
     assert change_from({"type": "channel_deleted", "channel": "C1"}, BOT, "soon") is None
+
+
+def test_a_questions_files_are_kept_as_references_and_come_back_the_same() -> None:
+    files = [
+        {"id": "F1", "name": "a.png", "mimetype": "image/png", "size": 10, "url_private": "u"},
+        {"id": "F2", "title": "notes", "file_access": "check_file_info"},  # no URL: files.info
+        {"name": "no id"},
+        "not a file",
+    ]
+    shared = question_from(event(channel_type="im", subtype="file_share", files=files), BOT)
+
+    assert shared is not None
+    assert shared.files == (
+        {
+            "id": "F1",
+            "name": "a.png",
+            "mimetype": "image/png",
+            "filetype": "",
+            "size": 10,
+            "url": "u",
+        },
+        {
+            "id": "F2",
+            "name": "notes",
+            "mimetype": "application/octet-stream",
+            "filetype": "",
+            "size": None,
+            "url": None,
+        },
+    )
+    assert Question.from_dict(shared.to_dict()) == shared
+    older = {k: v for k, v in shared.to_dict().items() if k != "files"}  # queued before files
+    assert Question.from_dict(older).files == ()
+
+
+def feedback_press(value: str, **container: Any) -> dict[str, Any]:
+    return {
+        "actions": [{"action_id": FEEDBACK, "value": value, "action_ts": "1700000001.000200"}],
+        "container": {"channel_id": "C1", **container},
+        "user": {"id": "U2"},
+    }
+
+
+def test_a_feedback_press_names_its_verdict_and_turn() -> None:
+    press = press_from(feedback_press("negative:42", thread_ts="1700000000.000100"), PRESSES)
+
+    assert press == Press(
+        FEEDBACK,
+        42,
+        "U2",
+        "C1",
+        "1700000001.000200",
+        verdict="negative",
+        thread_ts="1700000000.000100",
+    )
+    assert Press.from_dict(press.job().payload) == press
+
+
+@pytest.mark.parametrize(
+    ("value", "container"),
+    [
+        ("maybe:42", {}),
+        ("positive:", {}),
+        ("positive:4x", {}),
+        ("42", {}),
+        ("positive:" + "9" * 19, {}),
+        ("positive:42", {"thread_ts": "1.2\n"}),
+    ],
+)
+def test_a_malformed_feedback_press_is_refused(value: str, container: dict[str, str]) -> None:
+    assert press_from(feedback_press(value, **container), PRESSES) is None

@@ -169,3 +169,24 @@ async def test_no_buttons_under_a_failure(
     (failure,) = fake_slack.messages("C1")
     assert "went wrong" in failure["text"] or "model" in failure["text"]
     assert not any(b["type"] == "context_actions" for b in failure.get("blocks") or [])
+
+
+async def test_a_streamed_answer_ends_with_the_buttons_too(
+    start_bot: Callable[..., RunningBot],
+    fake_slack: FakeSlack,
+    fake_openai: FakeOpenAI,
+    clock: Clock,
+) -> None:
+    bot = start_bot(STREAM_ANSWERS=True)
+    fake_openai.script(Reply(text="Streamed, then rated."))
+    await bot.send(mention("C1", clock.ts(), "stream it"))
+    await fake_slack.wait_for(
+        lambda s: any(
+            "Streamed, then rated." in m["text"] and not m.get("streaming")
+            for m in s.messages("C1")
+        )
+    )
+    await bot.idle()
+
+    (answer,) = [m for m in fake_slack.messages("C1") if "Streamed" in m["text"]]
+    assert feedback_buttons(answer)["positive_button"]["value"].startswith("positive:")

@@ -33,6 +33,8 @@ from tests.scenarios.slack.conftest import (
     posts,
 )
 
+ADMIN_TOKEN = "admin-secret-0123456789abcdef0123"
+
 
 async def nothing_happened(
     bot: RunningBot, slack: FakeSlack, openai: FakeOpenAI, db: Database, channel: str, ts: str
@@ -162,11 +164,11 @@ async def test_healthz_without_a_database_is_503(tmp_path) -> None:  # type: ign
 
 async def test_admin_is_404_without_a_token_and_served_with_one(start_bot) -> None:  # type: ignore[no-untyped-def]
     closed = start_bot()
-    opened = start_bot(ADMIN_TOKEN="admin-secret")
+    opened = start_bot(ADMIN_TOKEN=ADMIN_TOKEN)
     async with httpx.AsyncClient() as client:
         missing = await client.get(f"{closed.url}/admin/api/sessions")
         served = await client.get(
-            f"{opened.url}/admin/api/sessions", headers={"Authorization": "Bearer admin-secret"}
+            f"{opened.url}/admin/api/sessions", headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
         )
     assert missing.status_code == 404
     assert served.status_code == 200 and served.json() == []

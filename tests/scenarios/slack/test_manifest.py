@@ -15,6 +15,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "auth.test": set(),
     # Socket Mode, with the app-level token (connections:write): no bot scope
     "apps.connections.open": set(),
+    # the Socket Mode client's acknowledgement of an envelope, on the websocket: no scope
+    "send.socket.mode.response": set(),
     "chat.postMessage": {"chat:write"},
     "chat.postEphemeral": {"chat:write"},
     "chat.update": {"chat:write"},
@@ -31,6 +33,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "assistant.threads.setStatus": {"assistant:write"},
     "assistant.threads.setTitle": {"assistant:write"},
     "assistant.threads.setSuggestedPrompts": {"assistant:write"},
+    # a file Slack Connect gave without its URL
+    "files.info": {"files:read"},
 }
 #: slack_sdk helpers and the methods they call
 HELPERS = {"chat.stream": {"chat.startStream", "chat.appendStream", "chat.stopStream"}}

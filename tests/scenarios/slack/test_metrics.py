@@ -22,6 +22,7 @@ from tests.scenarios.slack.conftest import Clock, RunningBot, mention, turn_fini
 
 ROOT = Path(__file__).resolve().parents[3]
 TOKEN = "metrics-token"
+ADMIN_TOKEN = "admin-token-0123456789abcdef012345"
 Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
@@ -147,10 +148,10 @@ async def test_a_turn_in_flight_is_counted_while_it_runs(
 
 
 async def test_metrics_need_the_bearer_token(start_bot: Callable[..., RunningBot]) -> None:
-    bot = start_bot(METRICS_TOKEN=TOKEN, ADMIN_TOKEN="admin-token")
+    bot = start_bot(METRICS_TOKEN=TOKEN, ADMIN_TOKEN=ADMIN_TOKEN)
 
     assert (await get_metrics(bot, TOKEN)).status_code == 200
-    for refused in (None, "wrong", "admin-token"):
+    for refused in (None, "wrong", ADMIN_TOKEN):
         response = await get_metrics(bot, refused)
         assert response.status_code == 401
         assert response.headers["www-authenticate"].startswith("Bearer")
@@ -160,9 +161,9 @@ async def test_metrics_need_the_bearer_token(start_bot: Callable[..., RunningBot
 async def test_the_admin_token_serves_when_no_metrics_token_is_set(
     start_bot: Callable[..., RunningBot],
 ) -> None:
-    bot = start_bot(ADMIN_TOKEN="admin-token")
+    bot = start_bot(ADMIN_TOKEN=ADMIN_TOKEN)
 
-    assert (await get_metrics(bot, "admin-token")).status_code == 200
+    assert (await get_metrics(bot, ADMIN_TOKEN)).status_code == 200
     assert (await get_metrics(bot, None)).status_code == 401
 
 

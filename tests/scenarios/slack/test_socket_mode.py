@@ -4,6 +4,7 @@ once (a redelivery included), and the HTTP side still serves /healthz but not /s
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -161,3 +162,25 @@ def test_a_refused_app_token_stops_start_up_with_one_line(
 
     assert done.returncode == 3
     assert done.stderr.count("\n") == 1 and "SLACK_APP_TOKEN was refused" in done.stderr
+
+
+async def test_a_malformed_event_over_the_socket_is_acked_and_nothing_else(
+    served: ServedApp,
+    socket_mode: FakeSocketMode,
+    slack: FakeSlackWithSocketMode,
+    clock: Clock,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    socket_mode.wait_connected()
+    odd = [{"user": {"id": "U1"}}, {"text": ["hello"]}, {"ts": {"a": 1}}, {"channel": 5}]
+    with caplog.at_level(logging.INFO):
+        for fields in odd:
+            event = {**mention("C1", clock.ts()), **fields}
+            sent = socket_mode.send_event(json.loads(event_payload(event)))
+            assert socket_mode.wait_acked(sent) < 0.5
+    assert not [r for r in caplog.records if r.exc_info is not None]
+    ts = clock.ts()
+    socket_mode.send_event(json.loads(event_payload(mention("C1", ts, "and now?"))))
+    await slack.wait_for(lambda s: bool(s.calls_to("reactions.remove")), timeout=10)
+    (answer,) = posts(slack)
+    assert answer["thread_ts"] == ts and answer["text"] == "You said: and now?"
