@@ -40,6 +40,7 @@ _HINTS = {
     "RATE_LIMIT_PER_USER": "a whole number of turns per person per 10 minutes (0: no limit)",
     "MAX_CONCURRENT_TURNS": "a whole number of model requests at once, e.g. 32",
     "MAX_OUTPUT_TOKENS": "a whole number of tokens from 16 on, e.g. 16000",
+    "HISTORY_RETENTION_DAYS": "a number of days, e.g. 90 (empty: keep everything)",
     "PORT": "a TCP port number, e.g. 3000",
     "FILE_MAX_BYTES": "a whole number of bytes, e.g. 10000000",
     "FILE_TEXT_TOKENS": "a whole number of tokens, e.g. 8000",
@@ -132,6 +133,8 @@ class Settings(BaseSettings):
     """Model requests in flight at once in one process."""
     MAX_OUTPUT_TOKENS: int = Field(16000, ge=16)
     """The most tokens one model reply may use (reasoning included)."""
+    HISTORY_RETENTION_DAYS: float | None = Field(None, gt=0)
+    """`bot run` deletes stored messages older than this, daily; unset: kept."""
     SYSTEM_PROMPT: str | None = None
     """The system message; the built-in one when unset."""
     SYSTEM_PROMPT_FILE: Path | None = None

@@ -168,10 +168,12 @@ class Conversations:
         tokens = count_message(Message.user(cleaned))
         return await self.history.edit_slack_message(channel_id, slack_ts, cleaned, tokens)
 
-    async def delete(self, channel_id: str, slack_ts: str) -> int:
-        """A message (``slack_ts``) deleted where it was asked leaves the stored history.
-        How many stored messages went. Raises StoreError."""
-        return await self.history.delete_slack_message(channel_id, slack_ts)
+    async def delete(self, channel_id: str, slack_ts: str) -> tuple[int, list[TurnRecord]]:
+        """A message (``slack_ts``) deleted where it was asked leaves the stored history, and
+        a stopped turn it asked expires, its state keeping nothing made of it. How many stored
+        messages went, and those turns (their cards come down). Raises StoreError."""
+        deleted = await self.history.delete_slack_message(channel_id, slack_ts)
+        return deleted, await self.turns.withdraw(channel_id, slack_ts)
 
     # -- what the shells read and record of a turn ---------------------------------------
 

@@ -148,6 +148,17 @@ class Inbox:
         await self.engines.statement(lambda connection: connection.execute(statement))
 
     @store_errors
+    async def forget_channel(self, channel: str) -> None:
+        """The channel was deleted in Slack: its finished jobs keep no copy of what was sent
+        (their keys stay, so a late retry is still known, until ``forget_before``)."""
+        statement = (
+            update(_INBOX)
+            .where(_INBOX.c.channel_id == channel, _INBOX.c.status.in_((DONE, FAILED)))
+            .values(payload=None, notes=None)
+        )
+        await self.engines.statement(lambda connection: connection.execute(statement))
+
+    @store_errors
     async def left_over(self) -> list[Job]:
         """Every job still queued by another holder (the last run, on SQLite), now this
         process's, in order."""

@@ -90,6 +90,10 @@ class Jobs:
         """A message deleted in Slack: its finished job keeps no copy of it."""
         await self.inbox.forget(channel, key)
 
+    async def forget_channel(self, channel: str) -> None:
+        """A channel deleted in Slack: its finished jobs keep no copy of what was sent."""
+        await self.inbox.forget_channel(channel)
+
     def hold(self, channel: str) -> contextlib.AbstractAsyncContextManager[None]:
         """The channel, held for work that is not a job of the inbox (``bot ask``)."""
         return self._channel(channel, None)

@@ -1,11 +1,14 @@
 """build_slack_app: the Bolt app. The cross-cutting Slack rules are middleware, run after
 Bolt's own (signature, authorization, the bot's own events, url_verification):
 
-1. ``IgnoreUnwanted``: bots, ignored subtypes and channel messages that do not mention the
-   bot are acknowledged and dropped, never stored; a question, a deletion or edit, or a
-   press of one of the bot's buttons becomes a job. Slack's ``app_rate_limited`` notice is
+1. ``Revocations``: ``tokens_revoked`` / ``app_uninstalled`` stop every Web API call
+   (bot.slack.workspace).
+2. ``IgnoreUnwanted``: bots, ignored subtypes and channel messages that do not mention the
+   bot are acknowledged and dropped, never stored; a question, a deletion or edit, a
+   channel deleted, or a press of one of the bot's buttons becomes a job (people of another
+   workspace marked as such). Slack's ``app_rate_limited`` notice is
    acknowledged and logged as an error.
-2. ``SubmitOnce``: the job goes into the inbox (bot.jobs) before the ack; a duplicate
+3. ``SubmitOnce``: the job goes into the inbox (bot.jobs) before the ack; a duplicate
    delivery is acknowledged and dropped. A database failure, or a process shutting down,
    answers 503, so Slack delivers the event again later. The event gets its span
    (bot.telemetry), the parent of its job's, and its channel and event id go on the job's
@@ -180,7 +183,7 @@ class IgnoreUnwanted(AsyncMiddleware):
         event_id = body.get("event_id")
         home_team = self.home_team or body.get("team_id")
         question = question_from(event, context.bot_user_id, home_team)
-        change = change_from(event, context.bot_user_id)
+        change = change_from(event, context.bot_user_id, body.get("event_time"))
         context["question"] = question
         if question is not None:
             context["job"] = question.job(event_id)

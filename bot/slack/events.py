@@ -23,6 +23,8 @@ from bot.slack.cards import FEEDBACK
 ANSWERED_SUBTYPES = frozenset({None, "file_share"})
 #: the kinds of the bot's jobs (bot.jobs), and what each one's payload holds
 QUESTION, CHANGE, PRESS = "question", "change", "press"
+#: events that say a channel was deleted
+CHANNEL_DELETIONS = frozenset({"channel_deleted", "group_deleted"})
 #: files read of one message (Slack attaches at most 10)
 MAX_FILES = 10
 #: a turn id fits a BIGINT
@@ -225,14 +227,50 @@ def edited_message(event: dict[str, Any], bot_user_id: str | None) -> Edit | Non
     return Edit(channel, ts, with_references(strip_mention(text, bot_user_id), files), event_ts)
 
 
-def change_from(event: dict[str, Any], bot_user_id: str | None) -> Deletion | Edit | None:
-    """The deletion or the edit in a ``message`` event, if it is one the history follows."""
-    return deleted_message(event, bot_user_id) or edited_message(event, bot_user_id)
+@dataclass(frozen=True)
+class ChannelGone:
+    """A channel deleted in Slack (``channel_deleted``, ``group_deleted``): all the bot keeps
+    of it goes. ``key``: its place in the channel's order, after what was sent before."""
+
+    channel: str
+    key: str
+
+    def job(self, event_id: str | None) -> Job:
+        return Job(self.channel, self.key, CHANGE, dataclasses.asdict(self), event_id)
 
 
-def change_of(payload: dict[str, Any]) -> Deletion | Edit:
+def channel_gone(event: dict[str, Any], event_time: object = None) -> ChannelGone | None:
+    """The channel a ``channel_deleted`` or ``group_deleted`` event removes. Slack sends no
+    ts with them: the wrapper's ``event_time`` (whole seconds) places the job after every
+    message of that second."""
+    channel = event.get("channel")
+    if event.get("type") not in CHANNEL_DELETIONS or not (isinstance(channel, str) and channel):
+        return None
+    key = event.get("event_ts")
+    if not (isinstance(key, str) and _TS.match(key)):
+        if not isinstance(event_time, int) or isinstance(event_time, bool) or event_time < 0:
+            return None
+        key = f"{event_time}.999999"
+    return ChannelGone(channel, key)
+
+
+def change_from(
+    event: dict[str, Any], bot_user_id: str | None, event_time: object = None
+) -> Deletion | Edit | ChannelGone | None:
+    """The deletion or the edit in a ``message`` event, if it is one the history follows, or
+    the channel an event says was deleted (``event_time``: the wrapper's)."""
+    return (
+        deleted_message(event, bot_user_id)
+        or edited_message(event, bot_user_id)
+        or channel_gone(event, event_time)
+    )
+
+
+def change_of(payload: dict[str, Any]) -> Deletion | Edit | ChannelGone:
     """A change job's payload, back as the change."""
-    return Edit(**payload) if "text" in payload else Deletion(**payload)
+    if "text" in payload:
+        return Edit(**payload)
+    return Deletion(**payload) if "ts" in payload else ChannelGone(**payload)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import aiohttp
 from slack_bolt.async_app import AsyncApp
@@ -25,6 +26,7 @@ from starlette.responses import JSONResponse, Response
 
 from bot.config import Settings
 from bot.errors import AccessRevoked, BotError, SettingsError, StoreError
+from bot.messages import utcnow
 from bot.slack import ingress
 from bot.slack.app import build_slack_app, web_client
 from bot.slack.approvals import Approvals
@@ -40,6 +42,8 @@ log = logging.getLogger(__name__)
 DRAIN_S = 30.0
 #: Socket Mode's ping interval, seconds
 SOCKET_PING_S = 5
+#: HISTORY_RETENTION_DAYS: the purge of older history runs at start, then this often
+RETAIN_EVERY_S = 86_400.0
 #: look for expired approval requests at least this often (and more often for a short
 #: timeout, so that one expires on time)
 EXPIRE_EVERY_S = 60.0
@@ -66,7 +70,8 @@ class SlackRuntime:
         self._secret: bytes | None = None
         self._socket: ingress.CheckedSocketModeHandler | None = None
         self._session: aiohttp.ClientSession | None = None
-        self._expiry: asyncio.Task[None] | None = None
+        #: what runs every so often: expiring approval requests, retention
+        self._sweeps: list[asyncio.Task[None]] = []
 
     @property
     def in_flight(self) -> int:
@@ -90,7 +95,9 @@ class SlackRuntime:
         self.worker = Worker(delivery, approvals, self.services.sessions, jobs)
         await jobs.start(self.worker)
         every = min(EXPIRE_EVERY_S, max(self.settings.APPROVAL_TIMEOUT_S / 4, 0.1))
-        self._expiry = asyncio.create_task(_repeat(approvals.expire, every))
+        self._every(approvals.expire, every, "look for expired approval requests")
+        if self.settings.HISTORY_RETENTION_DAYS is not None:
+            self._every(self._retain, RETAIN_EVERY_S, "delete history past its retention")
         self.app = build_slack_app(
             client=client,
             identity=identity,
@@ -120,14 +127,23 @@ class SlackRuntime:
     async def stop(self, drain_s: float = DRAIN_S) -> None:
         if self._socket is not None:
             await self._socket.close_async()
-        if self._expiry is not None:
-            self._expiry.cancel()
-            await asyncio.gather(self._expiry, return_exceptions=True)
+        for sweep in self._sweeps:
+            sweep.cancel()
+        await asyncio.gather(*self._sweeps, return_exceptions=True)
         if self.worker is not None:
             await self.services.jobs.close(drain_s)
             await self.worker.close()
         if self._session is not None:
             await self._session.close()
+
+    def _every(self, sweep, every_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
+        self._sweeps.append(asyncio.create_task(_repeat(sweep, every_s, what)))
+
+    async def _retain(self) -> None:
+        """HISTORY_RETENTION_DAYS: what is older leaves the history."""
+        days = self.settings.HISTORY_RETENTION_DAYS or 0
+        purged = await self.services.sessions.purge(utcnow() - timedelta(days=days))
+        log.info("retention: %d message(s) older than %g days deleted", purged, days)
 
     async def _identify(self, client: AsyncWebClient) -> AuthorizeResult:
         async with self._refusals("SLACK_BOT_TOKEN"):
@@ -165,10 +181,10 @@ class SlackRuntime:
             ) from None
 
 
-async def _repeat(sweep, every_s: float) -> None:  # type: ignore[no-untyped-def]
+async def _repeat(sweep, every_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
     while True:
         try:
             await sweep()
         except StoreError as exc:
-            log.warning("could not look for expired approval requests (%s)", exc)
+            log.warning("could not %s (%s)", what, exc)
         await asyncio.sleep(every_s)

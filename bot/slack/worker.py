@@ -4,7 +4,9 @@
   acknowledged (``acknowledged``); when its job runs it is answered (Delivery), then the
   reaction comes off. A question taken over from a process that died first has that
   process's step message deleted.
-* A change: a message deleted or edited in Slack is deleted or edited in the history too.
+* A change: a message deleted or edited in Slack is deleted or edited in the history too
+  (a stopped turn whose question was deleted expires, and its card says so); a channel
+  deleted in Slack is forgotten whole.
 * A press: see Approvals; of the feedback buttons, see bot.slack.feedback.
 * Channel names (for the admin pages) are asked of Slack once per channel and process,
   after its first answer, one at a time at conversations.info's pace (a Tier 3 method: 50
@@ -25,7 +27,17 @@ from bot.jobs.runner import Jobs
 from bot.slack.approvals import Approvals
 from bot.slack.cards import FEEDBACK
 from bot.slack.delivery import Delivery
-from bot.slack.events import CHANGE, PRESS, QUESTION, Edit, Press, Question, change_of
+from bot.slack.events import (
+    CHANGE,
+    PRESS,
+    QUESTION,
+    ChannelGone,
+    Deletion,
+    Edit,
+    Press,
+    Question,
+    change_of,
+)
 from bot.slack.feedback import give_feedback
 from bot.slack.poster import Poster
 
@@ -35,6 +47,8 @@ log = logging.getLogger(__name__)
 NAME_EVERY_S = 1.2
 #: the job's note: the ts of its live step message, once posted
 STEP_MESSAGE = "step_ts"
+#: what a card says once the question it came from was deleted
+QUESTION_DELETED = ":wastebasket: The question was deleted, so nothing was done."
 
 Key = tuple[str, str]
 
@@ -116,25 +130,33 @@ class Worker:
 
     async def _follow(self, job: Job) -> bool:
         change = change_of(job.payload)
+        what = "channel" if isinstance(change, ChannelGone) else f"message {change.ts} in"
         done = "edited" if isinstance(change, Edit) else "deleted"
         try:
-            if isinstance(change, Edit):
-                changed = await self.conversations.edit(change.channel, change.ts, change.text)
-            else:
-                changed = await self.conversations.delete(change.channel, change.ts)
-                await self.jobs.forget(change.channel, change.ts)
+            changed = await self._change(change)
         except StoreError:
             log.exception(
-                "message %s in %s was %s in Slack but not in the stored history",
-                change.ts,
-                change.channel,
-                done,
+                "%s %s was %s in Slack but not in the stored history", what, job.channel, done
             )
             return False
-        log.info(
-            "message %s %s in %s: %d stored message(s)", change.ts, done, change.channel, changed
-        )
+        log.info("%s %s %s: %d stored message(s)", what, job.channel, done, changed)
         return True
+
+    async def _change(self, change: Edit | Deletion | ChannelGone) -> int:
+        """The stored history follows Slack; how many stored messages changed."""
+        if isinstance(change, Edit):
+            return await self.conversations.edit(change.channel, change.ts, change.text)
+        if isinstance(change, ChannelGone):  # all that is kept of it: history, turns, jobs
+            forgotten = await self.sessions.delete(change.channel)
+            await self.jobs.forget_channel(change.channel)
+            return forgotten
+        deleted, withdrawn = await self.conversations.delete(change.channel, change.ts)
+        await self.jobs.forget(change.channel, change.ts)
+        for turn in withdrawn:  # its card showed what the model made of the question
+            card = turn.state.card
+            if card is not None:
+                await self.poster.update(card["channel"], card["ts"], QUESTION_DELETED)
+        return deleted
 
     def _show_progress(self, question: Question) -> None:
         key = (question.channel, question.ts)

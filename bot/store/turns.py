@@ -21,7 +21,7 @@ from datetime import datetime
 from sqlalchemy import Connection, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.messages import Decision, Message, Outcome, TurnRecord, utcnow
+from bot.messages import Decision, Message, Outcome, TurnRecord, TurnState, utcnow
 from bot.store.db import Engines, store_errors
 from bot.store.history import message_from, turn_from
 from bot.store.journal import (
@@ -180,6 +180,13 @@ class TurnStore:
         return await self.engines.transaction(lambda c: _expire(c, paused_before))
 
     @store_errors
+    async def withdraw(self, channel_id: str, slack_ts: str) -> list[TurnRecord]:
+        """The person deleted the question of a stopped turn (awaiting approval, or offered
+        Continue): it expires, and its state keeps only where its card is, none of what the
+        model made of the question (the calls it proposed). Returns those turns."""
+        return await self.engines.transaction(lambda c: _withdraw(c, channel_id, slack_ts))
+
+    @store_errors
     async def set_card(self, turn_id: int, card: dict[str, str]) -> TurnRecord | None:
         """Record where the turn's buttons are shown (see TurnState.card); the turn as it
         is now."""
@@ -235,6 +242,20 @@ def _changed(
         values = {"outcome": record.outcome, "state": state_of(record.state)}
         connection.execute(UPDATE_TURN, {"turn": turn_id, **values})
     return record
+
+
+def _withdraw(connection: Connection, channel_id: str, slack_ts: str) -> list[TurnRecord]:
+    stopped = TURNS.c.outcome.in_([Outcome.AWAITING_APPROVAL, Outcome.MAX_ROUNDS])
+    asked = (TURNS.c.channel_id == channel_id) & (TURNS.c.slack_ts == slack_ts)
+    rows = connection.execute(select(TURNS).where(asked, stopped).with_for_update()).all()
+    withdrawn = []
+    for row in rows:
+        record = turn_from(row)
+        record.outcome, record.state = Outcome.EXPIRED, TurnState(card=record.state.card)
+        values = {"outcome": record.outcome, "state": state_of(record.state)}
+        connection.execute(UPDATE_TURN, {"turn": row.id, **values})
+        withdrawn.append(record)
+    return withdrawn
 
 
 def _expire(connection: Connection, paused_before: datetime) -> list[TurnRecord]:

@@ -102,6 +102,7 @@ async def _load(url: str, slack: FakeSlack, model: FakeOpenAI, cwd: Path) -> Loa
         "OPENAI_API_KEY": "test-key",
         "OPENAI_BASE_URL": model.base_url,
         "RATE_LIMIT_PER_USER": "0",  # every mention is U1's: the load is what is tested
+        "STREAM_ANSWERS": "off",  # the answers are read as the messages posted
     }
     clock = Clock()
     bots = [BotProcess(cwd, **settings) for _ in range(3)]

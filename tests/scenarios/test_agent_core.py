@@ -413,7 +413,7 @@ async def test_a_deleted_message_leaves_the_window(
     await ask(services, "q2", ts="1700000000.000200")
     await ask(services, "q3", ts="1700000000.000300")
 
-    assert await deleter.conversations.delete("C1", "1700000000.000200") == 1
+    assert await deleter.conversations.delete("C1", "1700000000.000200") == (1, [])
     await ask(services, "q4", ts="1700000000.000400")
 
     assert [c for _, c in history_sent(fake_openai.requests[3])] == [

@@ -10,10 +10,13 @@ import pytest
 from bot.agent.conversations import Incoming
 from bot.slack.cards import FEEDBACK, PRESSES
 from bot.slack.events import (
+    ChannelGone,
     Deletion,
     Edit,
     Press,
     Question,
+    change_from,
+    change_of,
     deleted_message,
     edited_message,
     is_ignored,
@@ -168,6 +171,36 @@ def test_edits_that_cannot_touch_a_stored_question_are_ignored(changed: dict[str
 def test_other_events_are_none_of_the_bots_business_here() -> None:
     reaction = {"type": "reaction_added", "user": "U1"}
     assert question_from(reaction, BOT) is None and not is_ignored(reaction, BOT)
+
+
+@pytest.mark.parametrize(
+    ("fields", "external"),
+    [
+        ({}, False),  # Slack names no workspace: the bot's own
+        ({"user_team": "T1", "team": "T1"}, False),
+        ({"user_team": "T2", "source_team": "T2", "team": "T2"}, True),
+        ({"team": "T2"}, True),  # an older event names it in team only
+        ({"user_team": {"id": "T2"}}, False),  # not what Slack sends: not trusted as a name
+    ],
+)
+def test_a_person_of_another_workspace_is_told_apart(
+    fields: dict[str, Any], external: bool
+) -> None:
+    asked = question_from(event(type="app_mention", text="<@UBOT> hi", **fields), BOT, "T1")
+    assert asked is not None and asked.external is external
+    # and the claim keeps it, for whoever answers it
+    assert Question.from_dict(asked.to_dict()).external is external
+
+
+def test_a_deleted_channel_is_a_change_placed_after_what_was_sent_before() -> None:
+    gone = change_from({"type": "channel_deleted", "channel": "C1"}, BOT, 1_700_000_000)
+    assert isinstance(gone, ChannelGone) and gone.key == "1700000000.999999"
+    assert change_of(gone.job("Ev1").payload) == gone
+    private = change_from({"type": "group_deleted", "channel": "G1"}, BOT, 1_700_000_000)
+    assert isinstance(private, ChannelGone) and private.channel == "G1"
+    # without a channel, or a time to place it by, there is nothing to do
+    assert change_from({"type": "channel_deleted"}, BOT, 1_700_000_000) is None
+    assert change_from({"type": "channel_deleted", "channel": "C1"}, BOT, "soon") is None
 
 
 def test_a_questions_files_are_kept_as_references_and_come_back_the_same() -> None:

@@ -15,6 +15,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "auth.test": set(),
     # Socket Mode, with the app-level token (connections:write): no bot scope
     "apps.connections.open": set(),
+    # the Socket Mode client's acknowledgement of an envelope, on the websocket: no scope
+    "send.socket.mode.response": set(),
     "chat.postMessage": {"chat:write"},
     "chat.postEphemeral": {"chat:write"},
     "chat.update": {"chat:write"},
@@ -42,6 +44,9 @@ EVENT_SCOPES: dict[str, set[str]] = {
     # the workspace took the bot out: it stops posting there
     "app_uninstalled": set(),
     "tokens_revoked": set(),
+    # a deleted channel is forgotten whole
+    "channel_deleted": {"channels:read"},
+    "group_deleted": {"groups:read"},
     "message.channels": {"channels:history"},
     "message.groups": {"groups:history"},
     "message.im": {"im:history"},

@@ -3,14 +3,17 @@ answered; no write runs for them (whatever WRITE_APPROVAL says), and they cannot
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
 
 from tests.fakes.jira_server import FakeJira
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, ToolUse
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.agent_helpers import (
+    TICKET,
+    answer_with_ticket,
     answers,
     jira_settings,
     last_tool_result,
@@ -83,3 +86,30 @@ async def test_a_guest_cannot_approve_a_write_even_as_an_admin(
     assert await press(bot, "approve_write", card) == 200
     await fake_slack.wait_for(lambda s: bool(answers(s, "C1", "Done:")))
     assert fake_jira.created == ["TASK-1"]
+
+
+async def test_a_guest_s_turn_goes_on_after_continue_still_without_writes(
+    start_bot: Callable[..., RunningBot],
+    fake_slack: FakeSlack,
+    fake_openai: FakeOpenAI,
+    fake_jira: FakeJira,
+    clock: Clock,
+) -> None:
+    bot = start_bot(**jira_settings(fake_jira, MAX_TOOL_ROUNDS=1))
+    fake_openai.script(
+        ToolUse("get_current_time", {}),
+        "So far: I checked the time.",
+        ToolUse("jira_create_issue", TICKET, "w1"),
+        answer_with_ticket,
+    )
+    await bot.send(mention("C1", clock.ts(), "dig deep and open a ticket", **GUEST))
+    await fake_slack.wait_for(lambda s: bool(answers(s, "C1", "Shall I keep going?")))
+    (offer,) = answers(fake_slack, "C1", "Shall I keep going?")
+
+    assert await press(bot, "continue_turn", offer, user="U9", user_team="T2") == 200
+    await fake_slack.wait_for(lambda s: bool(answers(s, "C1", "I did not open a ticket")))
+    await bot.idle()
+
+    assert fake_jira.created == []
+    posted = json.dumps([c.args for c in fake_slack.calls_to("chat.postMessage")])
+    assert "approve_write" not in posted  # no card for anyone to approve

@@ -21,6 +21,8 @@ UNINSTALLED = {"type": "app_uninstalled"}
 async def answered(bot: RunningBot, slack: FakeSlack, channel: str, ts: str) -> None:
     assert (await bot.send(mention(channel, ts, "hi"))).status_code == 200
     await slack.wait_for(lambda s: len(posts(s, channel)) == 1)
+    # and, in the background, the channel's name is asked for after its first answer
+    await slack.wait_for(lambda s: bool(s.calls_to("conversations.info")))
     await bot.idle()
 
 
