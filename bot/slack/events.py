@@ -247,7 +247,7 @@ def channel_gone(event: dict[str, Any], event_time: object = None) -> ChannelGon
     if event.get("type") not in CHANNEL_DELETIONS or not (isinstance(channel, str) and channel):
         return None
     key = event.get("event_ts")
-    if not (isinstance(key, str) and _TS.match(key)):
+    if not (isinstance(key, str) and TS.match(key)):
         if not isinstance(event_time, int) or isinstance(event_time, bool) or event_time < 0:
             return None
         key = f"{event_time}.999999"

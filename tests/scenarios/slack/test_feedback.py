@@ -18,7 +18,7 @@ from tests.fakes.openai_server import Fail, FakeOpenAI, Reply
 from tests.fakes.slack_server import FakeSlack, block_actions_payload, signed_headers
 from tests.scenarios.slack.conftest import SECRET, Clock, RunningBot, dm, mention
 
-ADMIN = "admin-secret"
+ADMIN = "admin-secret-0123456789abcdef0123456"
 
 
 @pytest.fixture
