@@ -86,12 +86,10 @@ def build_slack_app(
     *,
     client: WorkspaceClient,
     identity: AuthorizeResult,
-    signing_secret: str | None,
     worker: Worker,
     jobs: Jobs,
 ) -> AsyncApp:
-    """The Bolt app. ``identity`` is the bot's auth.test, taken once at start-up;
-    ``signing_secret`` None means Socket Mode (no HTTP requests to verify)."""
+    """The Bolt app. ``identity`` is the bot's auth.test, taken once at start-up."""
 
     async def authorize() -> AuthorizeResult:
         return identity
@@ -112,8 +110,9 @@ def build_slack_app(
             base_url=client.base_url, session=client.session, retry_handlers=client.retry_handlers
         ),
         authorize=authorize,
-        signing_secret=signing_secret or "",
-        request_verification_enabled=signing_secret is not None,
+        # an HTTP request's signature is checked once, over its raw bytes, before Bolt
+        # sees it (bot.slack.ingress); Socket Mode has none
+        request_verification_enabled=False,
         # the ack goes out at once; the work runs in the Worker afterwards
         process_before_response=False,
         # no workflow steps here, nor Bolt's assistant utilities (the agent view's DM is a

@@ -26,6 +26,7 @@ from bot.agent.tokens import count_text
 from bot.config import Settings
 from bot.messages import Attachment
 from bot.slack.events import file_refs
+from bot.slack.poster import failure
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,8 @@ class SlackFiles:
         try:
             info = await self.client.files_info(file=ref["id"])
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
-            raise Unreadable(f"Slack would not say where it is ({_reason(exc)})") from exc
+            reason = failure("files.info", exc)
+            raise Unreadable(f"Slack would not say where it is ({reason})") from exc
         (found,) = file_refs([info.get("file")]) or ({"url": None},)
         if not found.get("url"):
             raise Unreadable("Slack gave no address to fetch it from")
@@ -158,7 +160,9 @@ class SlackFiles:
                         return bytes(data[:limit]), False
                 return bytes(data), True
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise Unreadable(f"it could not be downloaded from Slack ({_reason(exc)})") from exc
+            raise Unreadable(
+                f"it could not be downloaded from Slack ({type(exc).__name__})"
+            ) from exc
         finally:
             if session is not self.client.session:
                 await session.close()
@@ -198,9 +202,3 @@ def _looks_like(mimetype: str, data: bytes) -> bool:
 
 def _mb(size: int) -> str:
     return f"{size / 1_000_000:.1f} MB"
-
-
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, SlackApiError):
-        return str(exc.response.get("error"))
-    return type(exc).__name__

@@ -252,12 +252,12 @@ class Poster:
             return (await post()).get("ts")
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
             if not _may_have_posted(exc):
-                _log_failure("chat.postMessage", _failed("chat.postMessage", exc))
+                _log_failure("chat.postMessage", failure("chat.postMessage", exc))
                 return None
             log.warning(
                 "lost Slack's response to chat.postMessage in %s (%s): looking for the message",
                 thread.channel,
-                _failed("chat.postMessage", exc),
+                failure("chat.postMessage", exc),
             )
         found = await self._posted(thread, post_id)
         if found is not None:
@@ -284,7 +284,7 @@ class Poster:
             log.warning(
                 "could not look for the bot's messages in %s (%s): posting again",
                 thread.channel,
-                _failed(_read_method(thread), exc),
+                failure(_read_method(thread), exc),
             )
         return found
 
@@ -305,7 +305,7 @@ class Poster:
         try:
             return await call
         except (SlackApiError, aiohttp.ClientError, TimeoutError) as exc:
-            _log_failure(method, _failed(method, exc))
+            _log_failure(method, failure(method, exc))
         return None
 
 
@@ -328,7 +328,7 @@ def _may_have_posted(exc: Exception) -> bool:
     return isinstance(exc, (aiohttp.ClientError, TimeoutError)) and not isinstance(exc, NEVER_SENT)
 
 
-def _failed(method: str, exc: Exception) -> str:
+def failure(method: str, exc: Exception) -> str:
     """Why Slack's ``method`` failed (Slack's error code, or the connection error's name);
     counted in bot_slack_api_errors_total unless it says that all is as wanted."""
     reason = (

@@ -101,7 +101,6 @@ class SlackRuntime:
         self.app = build_slack_app(
             client=client,
             identity=identity,
-            signing_secret=None if self.socket_mode else self.settings.SLACK_SIGNING_SECRET,
             worker=self.worker,
             jobs=jobs,
         )

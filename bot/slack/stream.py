@@ -34,7 +34,7 @@ from bot.messages import ToolCall
 from bot.slack.events import Thread
 from bot.slack.format.escape import neutralise_mentions, strip_bidi
 from bot.slack.format.markdown import MarkdownSafety
-from bot.slack.poster import POST_EVENT, Blocks
+from bot.slack.poster import POST_EVENT, Blocks, failure
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +194,7 @@ class AnswerStream:
 
     async def _call(self, what: str, **arguments: Any) -> bool:
         """One call of the stream (starting it first if need be); False once it failed."""
+        method = "chat.startStream"
         try:
             if self._streamer is None:
                 self._streamer = await self.client.chat_stream(
@@ -204,13 +205,14 @@ class AnswerStream:
                     task_display_mode=TASK_DISPLAY_MODE,
                 )
             started = self._streamer.ts is not None
+            method = f"chat.{what}Stream"
             if what == "append":
                 await self._streamer.append(**arguments)
             else:
                 await self._streamer.stop(**arguments)
         except SLACK_FAILURES as exc:
             self._failed = True
-            reason = exc.response.get("error") if isinstance(exc, SlackApiError) else exc
+            reason = failure(method, exc)
             log.warning("Slack refused the stream in %s (%s)", self.thread.channel, reason)
             return False
         if not started and self.ts is not None and self.on_started is not None:
