@@ -16,6 +16,7 @@ import contextlib
 import dataclasses
 import logging
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -235,6 +236,7 @@ class Loop:
         system = self.system
         if capped:
             system = f"{system}\n\n{CAPPED_NOTE.format(result.rounds)}"
+        started = time.perf_counter()
         async with self.slots.request() if self.slots else contextlib.nullcontext():
             try:
                 reply = await self._complete(system, conversation.messages, specs, on_text)
@@ -250,6 +252,7 @@ class Loop:
                     before,
                 )
                 reply = await self._complete(system, conversation.messages, specs, on_text)
+        log.debug("model answered in %.0f ms", (time.perf_counter() - started) * 1000)
         return reply
 
     async def _run_calls(
