@@ -84,11 +84,13 @@ from workload import HISTORY_TOKEN_BUDGET, Msg, trim_to_budget  # noqa: E402
 
 #: every table the product's migrations create (dropped / analysed on PostgreSQL)
 PRODUCT_TABLES = (
+    "feedback",
     "messages",
     "turns",
     "channel_holds",
     "channels",
     "inbox",
+    "admin_sessions",
     "crm_accounts",
     "crm_contacts",
     "alembic_version",

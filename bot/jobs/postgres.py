@@ -20,8 +20,10 @@ import time
 import weakref
 from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, select, text, tuple_, update
+from sqlalchemy import Executable, and_, bindparam, delete, select, text, tuple_, update
+from sqlalchemy.exc import DBAPIError
 
 from bot.errors import StoreError
 from bot.jobs import Handler, Job
@@ -181,8 +183,7 @@ class PostgresJobs(Jobs):
             "lease": now + LEASE,
             "now": now,
         }
-        async with self._autocommit.connect() as connection:
-            return await connection.scalar(_TAKE_CHANNEL, params) is not None
+        return await self._on_ledger(_TAKE_CHANNEL, params, scalar=True) is not None
 
     @store_errors
     async def _leave_and_finish(self, job: Job, done: bool) -> None:
@@ -193,8 +194,7 @@ class PostgresJobs(Jobs):
             "status": "done" if done else "failed",
             "now": utcnow(),
         }
-        async with self._autocommit.connect() as connection:
-            await connection.execute(_LEAVE_AND_FINISH, params)
+        await self._on_ledger(_LEAVE_AND_FINISH, params)
 
     async def _leave(self, channel: str, key: str) -> None:
         # a connection lost mid-statement (a PostgreSQL restart) must not leave the channel
@@ -204,14 +204,34 @@ class PostgresJobs(Jobs):
             if pause:
                 await asyncio.sleep(pause)
             try:
-                async with self._autocommit.connect() as connection:
-                    await connection.execute(_LEAVE, held)
+                await self._on_ledger(_LEAVE, held)
                 return
             except Exception as exc:
                 log.warning(
                     "could not leave channel %s (%s); trying again", channel, type(exc).__name__
                 )
         log.warning("could not leave channel %s; its hold expires by itself", channel)
+
+    async def _on_ledger(
+        self, statement: Executable, params: dict[str, Any], scalar: bool = False
+    ) -> Any:
+        """Run one statement of the ledger (each is idempotent). The ledger's pool pings no
+        connection before use (see bot.store.db.create_engines): a statement that finds its
+        connection ended by a server restart fails, the pool is replaced, and the statement
+        is run once more on a new connection."""
+        try:
+            return await self._run_on_ledger(statement, params, scalar)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+        return await self._run_on_ledger(statement, params, scalar)
+
+    async def _run_on_ledger(
+        self, statement: Executable, params: dict[str, Any], scalar: bool
+    ) -> Any:
+        async with self._autocommit.connect() as connection:
+            result = await connection.execute(statement, params)
+            return result.scalar() if scalar else None
 
     @store_errors
     async def _take_over(self) -> list[Job]:
@@ -269,8 +289,7 @@ class PostgresJobs(Jobs):
         held = {"channel": channel, "key": key}
         while True:
             try:
-                async with self._autocommit.connect() as connection:
-                    await connection.execute(_RENEW_HOLD, {**held, "lease": utcnow() + LEASE})
+                await self._on_ledger(_RENEW_HOLD, {**held, "lease": utcnow() + LEASE})
             except Exception as exc:  # tried again at the next beat
                 log.warning("could not renew the hold on %s (%s)", channel, type(exc).__name__)
             await asyncio.sleep(RENEW_EVERY.total_seconds())

@@ -33,8 +33,10 @@ from bot.store.journal import (
     UPDATE_TURN,
     OpenTurn,
     append,
+    append_finishing,
     close_journal,
     finished,
+    insert_begun,
     new_turn,
     state_of,
 )
@@ -96,7 +98,18 @@ class TurnStore:
             (stored,) = append(connection, turn, [user])
             return window, turn, stored
 
-        window, turn, stored = await self.engines.transaction(work)
+        def in_one(connection: Connection) -> tuple[Window, OpenTurn, Message] | None:
+            # PostgreSQL (see bot.store.journal): the window read, then one statement;
+            # a channel with a turn cut short needs a transaction (None: run ``work``)
+            window = window_of(connection, channel_id, budget, kept)
+            if _cut_short(window):
+                return None
+            return (window, *insert_begun(connection, record, channel_id, window.newest, user))
+
+        begun = None
+        if self.engines.dialect == "postgresql":
+            begun = await self.engines.statement(in_one)
+        window, turn, stored = begun or await self.engines.transaction(work)
         recent = list(window.messages)
         window.extend(window.newest, [stored])
         self.windows.keep(channel_id, window, deletions)
@@ -122,12 +135,19 @@ class TurnStore:
         deletions = self.windows.deletions
         after = turn.position
 
+        values = finished(record)
+
         def work(connection: Connection) -> list[Message]:
             stored = append(connection, turn, messages)
-            connection.execute(UPDATE_TURN, {"turn": turn.id, **finished(record)})
+            connection.execute(UPDATE_TURN, {"turn": turn.id, **values})
             return stored
 
-        stored = await self.engines.transaction(work)
+        if self.engines.dialect == "postgresql":  # one statement (see bot.store.journal)
+            stored = await self.engines.statement(
+                lambda connection: append_finishing(connection, turn, messages, values)
+            )
+        else:
+            stored = await self.engines.transaction(work)
         self.windows.extend(turn.channel_id, after, stored, deletions)
         return stored
 
@@ -201,17 +221,22 @@ class TurnStore:
 def _interrupted(
     connection: Connection, channel_id: str, window: Window, unanswered: str | None
 ) -> None:
-    """A channel whose newest message is an answer has no turn left running (a turn's
-    answer and its outcome are stored together): the usual case costs nothing. Else its
-    running turns were cut short: interrupted."""
-    newest = window.messages[-1] if window.messages else None
-    if newest is None or (newest.role == "assistant" and not newest.tool_calls):
+    """A channel whose newest message is an answer has no turn left running: the usual
+    case costs nothing. Else its running turns were cut short: interrupted."""
+    if not _cut_short(window):
         return
     interrupted = connection.execute(MARK_INTERRUPTED, {"channel": channel_id, "now": utcnow()})
     if interrupted.rowcount:
         log.warning("%d interrupted turn(s) in %s", interrupted.rowcount, channel_id)
         if unanswered is not None:
             close_journal(connection, channel_id, window, unanswered)
+
+
+def _cut_short(window: Window) -> bool:
+    """Whether the channel may have a turn left running: its newest message is not an
+    answer (a turn's answer and its outcome are stored together)."""
+    newest = window.messages[-1] if window.messages else None
+    return newest is not None and not (newest.role == "assistant" and not newest.tool_calls)
 
 
 def _reopen(connection: Connection, turn_id: int, budget: int) -> ReopenedTurn | None:

@@ -144,3 +144,30 @@ async def test_connection_dropped_while_the_channel_is_released(
         await locker.close()
         await watcher.close()
         await services.close()
+
+
+async def test_connections_dropped_before_a_channel_is_taken(
+    postgres_url: str, fake_openai: FakeOpenAI
+) -> None:
+    """Every connection terminated between two turns that hold their channel -> the second
+    takes the channel and is answered: the holds' pool pings nothing, so the statement that
+    finds its connection ended runs again on a new one."""
+    settings = load_settings(
+        DATABASE_URL=postgres_url, OPENAI_API_KEY="test-key", OPENAI_BASE_URL=fake_openai.base_url
+    )
+    services = build_services(settings)
+    fake_openai.responder = lambda request: Reply(text="ok: " + last_user_text(request))
+
+    async def held_turn(text: str) -> Answer:
+        async with services.jobs.hold("CH"):
+            return await services.conversations.handle(Incoming("CH", text, "U1"))
+
+    try:
+        assert (await held_turn("one")).text == "ok: one"
+        assert await terminate_connections(postgres_url) >= 2  # the turns' and the holds'
+        async with asyncio.timeout(10):
+            assert (await held_turn("two")).text == "ok: two"
+        turns = await history(services).turns("CH")
+    finally:
+        await services.close()
+    assert [t.outcome for t in turns] == ["answered", "answered"]
