@@ -9,17 +9,18 @@ became a journal (bot.store.turns). The product is the Slack bot in the project 
 
 1. the user's message: ``Message.user(clean_text(text), user_id, slack_ts)``, its tokens
    counted (``count_message``);
-2. ``TurnStore.begin(record, user, HISTORY_TOKEN_BUDGET)``: ONE transaction that marks
-   crashed turns interrupted, reads the channel's window (or checks that the window kept
-   from this process's last turn there is unchanged), inserts the turn row and the user's
-   message;
+2. ``TurnStore.begin(record, user, HISTORY_TOKEN_BUDGET)``: reads the channel's window (or
+   checks that the window kept from this process's last turn there is unchanged), then
+   inserts the turn row and the user's message: on SQLite ONE transaction, on PostgreSQL
+   ONE statement (the turn's INSERT a CTE of the message's) with no transaction around it
+   (a channel with a turn cut short: one transaction that also marks it interrupted);
 3. ``select_window(begun.recent, budget)``: whole turns within the budget, repaired;
 4. the model's messages (tool call, tool result, answer), each counted
    (``bot.agent.loop._counted``);
 5. ``TurnStore.journal(turn, [tool call])``: the assistant message that asks for the call,
    stored before the call runs (one statement);
-6. ``TurnStore.finish(turn, record, [result, answer])``: ONE transaction that inserts them
-   and updates the turn row.
+6. ``TurnStore.finish(turn, record, [result, answer])``: inserts them and updates the turn
+   row: on SQLite ONE transaction, on PostgreSQL ONE statement (the UPDATE a CTE).
 
 All of that is one histbench turn here (steps 1-5, timed, including converting the
 harness's neutral dicts to ``bot.messages.Message`` with ``Message.from_dict`` and the
@@ -159,8 +160,9 @@ class ProductStore(Store):
     description = (
         "the product's TurnStore (bot.store.turns), engines by bot.store.db."
         "create_engines, schema by its Alembic migrations; a turn = begin (window read + "
-        "turn row + user message, one transaction) + select_window + journal (the tool "
-        "call, one statement) + finish (2 messages + turn update, one transaction); "
+        "turn row + user message; SQLite: one transaction, PostgreSQL: one statement) + "
+        "select_window + journal (the tool call, one statement) + finish (2 messages + turn "
+        "update; SQLite: one transaction, PostgreSQL: one statement); "
         "per-process window cache ON"
     )
     #: the per-process window cache (TurnStore keeps recent windows)
