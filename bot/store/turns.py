@@ -99,8 +99,11 @@ class TurnStore:
             return window, turn, stored
 
         def in_one(connection: Connection) -> tuple[Window, OpenTurn, Message] | None:
-            # PostgreSQL (see bot.store.journal): the window read, then one statement;
-            # a channel with a turn cut short needs a transaction (None: run ``work``)
+            # PostgreSQL (see bot.store.journal): the window read, then one statement.
+            # The channel is held, so only a deletion can come between the two, as it can
+            # between two statements of a READ COMMITTED transaction (the deletion drops
+            # the kept window). A channel with a turn cut short needs a transaction (None:
+            # run ``work``)
             window = window_of(connection, channel_id, budget, kept)
             if _cut_short(window):
                 return None
