@@ -3,18 +3,19 @@ backends share. Only bot.jobs writes it."""
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import uuid
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Collection
 from datetime import datetime
 from enum import Enum
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-from sqlalchemy import Connection, and_, delete, or_, select, tuple_, update
+from sqlalchemy import Connection, and_, bindparam, delete, or_, select, tuple_, update
 
 from bot.jobs import Job
 from bot.messages import utcnow
 from bot.store.db import Engines, insert_for, store_errors
+from bot.store.group_commit import GroupCommit
 from bot.store.models import InboxRow
 
 QUEUED = "queued"
@@ -25,8 +26,19 @@ _INBOX = InboxRow.__table__
 _KEY = tuple_(_INBOX.c.channel_id, _INBOX.c.key)
 
 Key = tuple[str, str]
-Item = TypeVar("Item")
-Result = TypeVar("Result")
+
+# (named apart from the columns: a bindparam named after one is the value it is set to)
+_MINE = (
+    (_INBOX.c.channel_id == bindparam("of_channel"))
+    & (_INBOX.c.key == bindparam("of_key"))
+    & (_INBOX.c.holder == bindparam("of_holder"))
+)
+_FINISH = (
+    update(_INBOX)
+    .where(_MINE)
+    .values(status=bindparam("to_status"), lease_until=None, updated_at=bindparam("at"))
+)
+_NOTE = update(_INBOX).where(_MINE).values(notes=bindparam("to_notes"), updated_at=bindparam("at"))
 
 
 class Added(Enum):
@@ -48,6 +60,8 @@ class Inbox:
         self.holder = uuid.uuid4().hex
         self._insert = insert_for(self.engines.dialect)
         self._adding = GroupCommit(self._add_all)
+        self._finishing = GroupCommit(functools.partial(self._change_all, _FINISH))
+        self._noting = GroupCommit(functools.partial(self._change_all, _NOTE))
 
     async def add(self, job: Job, lease_until: datetime | None) -> tuple[Added, Job]:
         """Put ``job`` in the inbox, or take over the one there if it failed or its holder's
@@ -55,8 +69,9 @@ class Inbox:
         SQLite, where a job without one is this process's, or left by its last run).
 
         Jobs submitted while the inbox is writing go in together, in one statement (group
-        commit): in a burst of 200 mentions the acks wait for a few writes, not for 200
-        in a row (the figures: GroupCommit)."""
+        commit): 200 mentions at once under bench/slack_load.py (SQLite, 3 runs alternated
+        on a loaded machine, 2026-12-01), ack p50 677, 742, 360 ms one write a job -> 390,
+        308, 248 ms."""
         return await self._adding.submit((job, lease_until))
 
     @store_errors
@@ -118,23 +133,29 @@ class Inbox:
         taken = connection.execute(take_over).first()
         return (Added.DUPLICATE, job) if taken is None else (Added.TAKEN_OVER, job_from(taken))
 
-    @store_errors
     async def finish(self, job: Job, *, done: bool) -> None:
-        """``done``: never again; else failed, and a Slack retry may do it again."""
-        await self._change(job.channel, job.key, status=DONE if done else FAILED, lease_until=None)
+        """``done``: never again; else failed, and a Slack retry may do it again. Jobs that
+        finish while others' ends are being written are written together (group commit;
+        with the notes, and the turns' journals: see TurnStore.journal for the figures)."""
+        await self._finishing.submit(self._mine(job) | {"to_status": DONE if done else FAILED})
+
+    async def note(self, job: Job, notes: dict[str, Any]) -> None:
+        """Keep ``notes`` with the job (written together with others', like ``finish``)."""
+        await self._noting.submit(self._mine(job) | {"to_notes": notes})
+
+    def _mine(self, job: Job) -> dict[str, Any]:
+        return {
+            "of_channel": job.channel,
+            "of_key": job.key,
+            "of_holder": self.holder,
+            "at": utcnow(),
+        }
 
     @store_errors
-    async def note(self, job: Job, notes: dict[str, Any]) -> None:
-        await self._change(job.channel, job.key, notes=notes)
-
-    async def _change(self, channel: str, key: str, **values: Any) -> None:
-        """Change this process's job (channel, key)."""
-        statement = (
-            update(_INBOX)
-            .where(_KEY == (channel, key), _INBOX.c.holder == self.holder)
-            .values(updated_at=utcnow(), **values)
-        )
-        await self.engines.statement(lambda connection: connection.execute(statement))
+    async def _change_all(self, statement: Any, changes: list[dict[str, Any]]) -> list[None]:
+        """One UPDATE of the changes, each a job of this process (a job gone changes none)."""
+        await self.engines.statement(lambda connection: connection.execute(statement, changes))
+        return [None] * len(changes)
 
     @store_errors
     async def forget(self, channel: str, key: str) -> None:
@@ -202,41 +223,6 @@ class Inbox:
             or_(_INBOX.c.status != QUEUED, _INBOX.c.payload.is_(None)),
         )
         return await self.engines.statement(lambda c: c.execute(statement).rowcount or 0)
-
-
-class GroupCommit(Generic[Item, Result]):
-    """Runs ``write`` once for everything submitted while the previous write ran (group
-    commit). 200 mentions at once under bench/slack_load.py (SQLite, 3 runs alternated on
-    a loaded machine, 2026-12-01): ack p50 677, 742, 360 ms one write a job -> 390, 308,
-    248 ms."""
-
-    def __init__(self, write: Callable[[list[Item]], Awaitable[list[Result]]]) -> None:
-        self._write = write
-        self._waiting: list[tuple[Item, asyncio.Future[Result]]] = []
-        self._writer: asyncio.Task[None] | None = None
-
-    async def submit(self, item: Item) -> Result:
-        future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-        self._waiting.append((item, future))
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._drain())
-        return await future
-
-    async def _drain(self) -> None:
-        # the requests already read in submit first: a burst starts with one batch
-        await asyncio.sleep(0)
-        while self._waiting:
-            batch, self._waiting = self._waiting, []
-            try:
-                results = await self._write([item for item, _ in batch])
-            except Exception as exc:  # every waiter gets the failure; the next batch is tried
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-                continue
-            for (_, future), result in zip(batch, results, strict=True):
-                if not future.done():
-                    future.set_result(result)
 
 
 def job_from(row: Any) -> Job:

@@ -34,6 +34,10 @@ NEWEST_POSITION = (
 # None, and asking for the ids in row order would make SQLite insert them one by one; the
 # positions tell the ids apart instead
 INSERT_MESSAGES = insert(MESSAGES).returning(MESSAGES.c.position, MESSAGES.c.id)
+#: the same, for the messages of several channels at once
+INSERT_MESSAGES_OF_CHANNELS = insert(MESSAGES).returning(
+    MESSAGES.c.channel_id, MESSAGES.c.position, MESSAGES.c.id
+)
 #: what a short result costs in a request, about
 UNANSWERED_TOKENS = 12
 
@@ -89,6 +93,23 @@ def append(connection: Connection, turn: OpenTurn, messages: Sequence[Message]) 
     stored, rows = message_rows(turn, messages)
     ids = dict(connection.execute(INSERT_MESSAGES, rows).all())
     return with_ids(stored, rows, ids)
+
+
+def append_all(
+    connection: Connection, appends: Sequence[tuple[OpenTurn, Sequence[Message]]]
+) -> list[list[Message]]:
+    """``append`` for several turns, each of its own channel, in one statement."""
+    stored_rows = []
+    for turn, messages in appends:
+        if turn.position is None:
+            turn.position = connection.scalar(NEWEST_POSITION, {"channel": turn.channel_id})
+        stored_rows.append(message_rows(turn, messages))
+    every_row = [row for _, rows in stored_rows for row in rows]
+    ids = {(c, p): i for c, p, i in connection.execute(INSERT_MESSAGES_OF_CHANNELS, every_row)}
+    return [
+        [m.with_(id=ids[row["channel_id"], row["position"]]) for m, row in zip(*pair, strict=True)]
+        for pair in stored_rows
+    ]
 
 
 def close_journal(connection: Connection, channel_id: str, window: Window, unanswered: str) -> None:

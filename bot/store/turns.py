@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, select, update
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.messages import Decision, Message, Outcome, TurnRecord, TurnState, utcnow
 from bot.store.db import Engines, store_errors
+from bot.store.group_commit import GroupCommit
 from bot.store.history import message_from, turn_from
 from bot.store.journal import (
     INSERT_TURN,
@@ -33,6 +35,7 @@ from bot.store.journal import (
     UPDATE_TURN,
     OpenTurn,
     append,
+    append_all,
     append_finishing,
     close_journal,
     finished,
@@ -76,6 +79,7 @@ class TurnStore:
         self.engines = Engines.of(engines)
         #: the channels' windows, kept between turns (see bot.store.window)
         self.windows = windows or Windows()
+        self._journaling = GroupCommit(self._journal_all)
 
     @store_errors
     async def begin(
@@ -121,14 +125,41 @@ class TurnStore:
     @store_errors
     async def journal(self, turn: OpenTurn, messages: Sequence[Message]) -> list[Message]:
         """Store messages of the running turn (a round about to run its tool calls, and the
-        results of the round before) in one statement."""
+        results of the round before) in one statement.
+
+        The journals of turns that come while one is being written go in together, in one
+        statement (group commit): a burst's tool rounds journal at once. 200 mentions at
+        once under bench/slack_load.py (SQLite), the wait in a tool round beyond the
+        model's latency, p50 of 3 runs alternated: 0.13, 0.15, 0.22 -> 0.09, 0.10, 0.11 s
+        (2026-12-01); with the inbox's notes and ends written together too (bot.jobs.inbox):
+        0.14, 0.16, 0.13 -> 0.03, 0.03, 0.03 s, all answered 1.74, 1.51, 1.71 -> 1.50, 1.51,
+        1.57x the ideal."""
         if not messages:
             return []
         deletions = self.windows.deletions
         after = turn.position
-        stored = await self.engines.statement(lambda connection: append(connection, turn, messages))
+        stored = await self._journaling.submit((turn, messages))
         self.windows.extend(turn.channel_id, after, stored, deletions)
         return stored
+
+    async def _journal_all(
+        self, appends: list[tuple[OpenTurn, Sequence[Message]]]
+    ) -> list[list[Message] | Exception]:
+        if len(appends) > 1:
+            positions = [turn.position for turn, _ in appends]
+            try:
+                return await self.engines.statement(lambda c: append_all(c, appends))
+            except SQLAlchemyError:  # one at fault fails only itself: each on its own
+                for (turn, _), position in zip(appends, positions, strict=True):
+                    turn.position = position
+        outcomes: list[list[Message] | Exception] = []
+        for turn, messages in appends:
+            try:
+                one = await self.engines.statement(lambda c, t=turn, m=messages: append(c, t, m))
+                outcomes.append(one)
+            except SQLAlchemyError as exc:
+                outcomes.append(exc)
+        return outcomes
 
     @store_errors
     async def finish(
