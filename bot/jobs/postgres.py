@@ -197,20 +197,18 @@ class PostgresJobs(Jobs):
         await self._on_ledger(_LEAVE_AND_FINISH, params)
 
     async def _leave(self, channel: str, key: str) -> None:
-        # a connection lost mid-statement (a PostgreSQL restart) must not leave the channel
-        # held until the lease runs out: the broken pool is replaced, so a retry works
-        held = {"channel": channel, "holder": self.inbox.holder, "key": key}
-        for pause in (0.0, 0.2, 1.0):
-            if pause:
-                await asyncio.sleep(pause)
-            try:
-                await self._on_ledger(_LEAVE, held)
-                return
-            except Exception as exc:
-                log.warning(
-                    "could not leave channel %s (%s); trying again", channel, type(exc).__name__
-                )
-        log.warning("could not leave channel %s; its hold expires by itself", channel)
+        # a connection lost mid-statement (a PostgreSQL restart) is replaced and the
+        # statement run again (_on_ledger): the channel is not left held for a lease
+        try:
+            await self._on_ledger(
+                _LEAVE, {"channel": channel, "holder": self.inbox.holder, "key": key}
+            )
+        except Exception as exc:
+            log.warning(
+                "could not leave channel %s (%s); its hold expires by itself",
+                channel,
+                type(exc).__name__,
+            )
 
     async def _on_ledger(
         self, statement: Executable, params: dict[str, Any], scalar: bool = False

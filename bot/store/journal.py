@@ -32,10 +32,8 @@ NEWEST_POSITION = (
 )
 # one multi-row INSERT: the ORM's bulk insert would split the rows by which columns are
 # None, and asking for the ids in row order would make SQLite insert them one by one; the
-# positions tell the ids apart instead
-INSERT_MESSAGES = insert(MESSAGES).returning(MESSAGES.c.position, MESSAGES.c.id)
-#: the same, for the messages of several channels at once
-INSERT_MESSAGES_OF_CHANNELS = insert(MESSAGES).returning(
+# channels and positions tell the ids apart instead
+INSERT_MESSAGES = insert(MESSAGES).returning(
     MESSAGES.c.channel_id, MESSAGES.c.position, MESSAGES.c.id
 )
 #: what a short result costs in a request, about
@@ -84,15 +82,15 @@ def with_ids(stored: list[Message], rows: list[dict], ids: dict[int, int]) -> li
     return [m.with_(id=ids[row["position"]]) for m, row in zip(stored, rows, strict=True)]
 
 
-def append(connection: Connection, turn: OpenTurn, messages: Sequence[Message]) -> list[Message]:
-    """Insert ``messages`` after the channel's newest (``turn.position``, which moves on)."""
-    if not messages:
-        return []
+def find_position(connection: Connection, turn: OpenTurn) -> None:
+    """A turn that does not know where its channel ends asks (the channel's newest)."""
     if turn.position is None:
         turn.position = connection.scalar(NEWEST_POSITION, {"channel": turn.channel_id})
-    stored, rows = message_rows(turn, messages)
-    ids = dict(connection.execute(INSERT_MESSAGES, rows).all())
-    return with_ids(stored, rows, ids)
+
+
+def append(connection: Connection, turn: OpenTurn, messages: Sequence[Message]) -> list[Message]:
+    """Insert ``messages`` after the channel's newest (``turn.position``, which moves on)."""
+    return append_all(connection, [(turn, messages)])[0] if messages else []
 
 
 def append_all(
@@ -101,11 +99,10 @@ def append_all(
     """``append`` for several turns, each of its own channel, in one statement."""
     stored_rows = []
     for turn, messages in appends:
-        if turn.position is None:
-            turn.position = connection.scalar(NEWEST_POSITION, {"channel": turn.channel_id})
+        find_position(connection, turn)
         stored_rows.append(message_rows(turn, messages))
     every_row = [row for _, rows in stored_rows for row in rows]
-    ids = {(c, p): i for c, p, i in connection.execute(INSERT_MESSAGES_OF_CHANNELS, every_row)}
+    ids = {(c, p): i for c, p, i in connection.execute(INSERT_MESSAGES, every_row)}
     return [
         [m.with_(id=ids[row["channel_id"], row["position"]]) for m, row in zip(*pair, strict=True)]
         for pair in stored_rows
@@ -234,8 +231,7 @@ def insert_begun(
 ) -> tuple[OpenTurn, Message]:
     """A running turn and the person's message after position ``after``, in one statement."""
     turn = OpenTurn(0, channel_id, after)
-    if turn.position is None:
-        turn.position = connection.scalar(NEWEST_POSITION, {"channel": channel_id})
+    find_position(connection, turn)
     (stored,), (row,) = message_rows(turn, [user])
     params = _prefixed("t_", new_turn(record)) | _prefixed("m_", row)
     message_id, turn.id = connection.execute(INSERT_BEGUN, params).one()
