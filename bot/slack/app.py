@@ -177,12 +177,14 @@ class IgnoreUnwanted(AsyncMiddleware):
         event = body.get("event") if body.get("type") == "event_callback" else None
         if not isinstance(event, dict):
             return await next()
-        if is_ignored(event, context.bot_user_id):
-            return BoltResponse(status=200, body="")
-        event_id = body.get("event_id")
         home_team = self.home_team or body.get("team_id")
         question = question_from(event, context.bot_user_id, home_team)
-        change = change_from(event, context.bot_user_id, body.get("event_time"))
+        change = None
+        if question is None:
+            change = change_from(event, context.bot_user_id, body.get("event_time"))
+        if is_ignored(event, question, change):
+            return BoltResponse(status=200, body="")
+        event_id = body.get("event_id")
         context["question"] = question
         if question is not None:
             context["job"] = question.job(event_id)

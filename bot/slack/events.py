@@ -353,11 +353,10 @@ def is_external(team: object, home_team: str | None) -> bool:
     return bool(home_team) and isinstance(team, str) and bool(team) and team != home_team
 
 
-def is_ignored(event: dict[str, Any], bot_user_id: str | None) -> bool:
-    """A message event the bot neither answers nor stores."""
-    if event.get("type") not in ("app_mention", "message"):
-        return False
-    return question_from(event, bot_user_id) is None and change_from(event, bot_user_id) is None
+def is_ignored(event: dict[str, Any], question: Question | None, change: object) -> bool:
+    """A message event the bot neither answers nor stores: it is neither a question
+    (``question_from``) nor a change the history follows (``change_from``)."""
+    return event.get("type") in ("app_mention", "message") and question is None and change is None
 
 
 def mentions(text: str, bot_user_id: str | None) -> bool:

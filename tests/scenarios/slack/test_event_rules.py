@@ -28,6 +28,11 @@ from bot.slack.events import (
 BOT = "UBOT"
 
 
+def ignored(event: dict[str, Any], bot_user_id: str) -> bool:
+    """What the app makes of ``event``: ignored, when neither a question nor a change."""
+    return is_ignored(event, question_from(event, bot_user_id), change_from(event, bot_user_id))
+
+
 def event(**fields: Any) -> dict[str, Any]:
     return {"type": "message", "channel": "C1", "user": "U1", "ts": "1.000100", **fields}
 
@@ -90,14 +95,14 @@ def test_a_question_kept_with_its_claim_comes_back_the_same() -> None:
 )
 def test_ignored_messages(fields: dict[str, Any]) -> None:
     assert question_from(event(**fields), BOT) is None
-    assert is_ignored(event(**fields), BOT)
+    assert ignored(event(**fields), BOT)
 
 
 def test_a_file_share_and_a_channel_message_mentioning_the_bot_are_questions() -> None:
     shared = event(channel_type="im", subtype="file_share", text="see file")
     mentioned = event(channel_type="channel", text="<@UBOT> hi")
 
-    assert question_from(shared, BOT) is not None and not is_ignored(shared, BOT)
+    assert question_from(shared, BOT) is not None and not ignored(shared, BOT)
     assert question_from(mentioned, BOT) is not None
 
 
@@ -105,7 +110,7 @@ def test_a_deletion_names_the_deleted_message_and_is_not_ignored() -> None:
     deleted = event(subtype="message_deleted", deleted_ts="0.9", ts="2.0", user=None)
 
     assert deleted_message(deleted, BOT) == Deletion("C1", "0.9", "2.0")
-    assert not is_ignored(deleted, BOT)
+    assert not ignored(deleted, BOT)
     assert deleted_message(event(text="hi"), BOT) is None
 
 
@@ -117,7 +122,7 @@ def test_the_deletion_of_a_bots_message_is_ignored(author: dict[str, str]) -> No
         subtype="message_deleted", deleted_ts="0.9", ts="2.0", user=None, previous_message=previous
     )
 
-    assert deleted_message(deleted, BOT) is None and is_ignored(deleted, BOT)
+    assert deleted_message(deleted, BOT) is None and ignored(deleted, BOT)
 
 
 def edit(before: str | None, after: str, **fields: Any) -> dict[str, Any]:
@@ -136,7 +141,7 @@ def test_an_edit_of_a_question_is_followed_with_its_new_text() -> None:
     assert edited_message(in_channel, BOT) == Edit("C1", "1.000100", "what is TASK-2?", "2.0")
     assert edited_message(in_dm, BOT) == Edit("D1", "1.000100", "hello", "2.0")
     assert edited_message(mention_removed, BOT) == Edit("C1", "1.000100", "hi", "2.0")
-    assert not is_ignored(in_channel, BOT) and question_from(in_channel, BOT) is None
+    assert not ignored(in_channel, BOT) and question_from(in_channel, BOT) is None
 
 
 def test_an_edited_question_keeps_its_files_references() -> None:
@@ -165,12 +170,12 @@ def test_an_edited_question_keeps_its_files_references() -> None:
 )
 def test_edits_that_cannot_touch_a_stored_question_are_ignored(changed: dict[str, Any]) -> None:
     assert edited_message(changed, BOT) is None
-    assert is_ignored(changed, BOT)
+    assert ignored(changed, BOT)
 
 
 def test_other_events_are_none_of_the_bots_business_here() -> None:
     reaction = {"type": "reaction_added", "user": "U1"}
-    assert question_from(reaction, BOT) is None and not is_ignored(reaction, BOT)
+    assert question_from(reaction, BOT) is None and not ignored(reaction, BOT)
 
 
 @pytest.mark.parametrize(
