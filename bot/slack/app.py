@@ -45,7 +45,7 @@ from bot.jobs.runner import Jobs
 from bot.logs import log_context
 from bot.slack import listeners
 from bot.slack.cards import PRESSES
-from bot.slack.events import change_from, is_ignored, press_from, question_from
+from bot.slack.events import Question, is_ignored, press_from, understood
 from bot.slack.poster import NoDoublePostRetryHandler
 from bot.slack.worker import Worker
 from bot.slack.workspace import Revocations, WorkspaceClient
@@ -178,18 +178,12 @@ class IgnoreUnwanted(AsyncMiddleware):
         if not isinstance(event, dict):
             return await next()
         home_team = self.home_team or body.get("team_id")
-        question = question_from(event, context.bot_user_id, home_team)
-        change = None
-        if question is None:
-            change = change_from(event, context.bot_user_id, body.get("event_time"))
-        if is_ignored(event, question, change):
+        found = understood(event, context.bot_user_id, home_team, body.get("event_time"))
+        if is_ignored(event, found):
             return BoltResponse(status=200, body="")
-        event_id = body.get("event_id")
-        context["question"] = question
-        if question is not None:
-            context["job"] = question.job(event_id)
-        elif change is not None:
-            context["job"] = change.job(event_id)
+        context["question"] = found if isinstance(found, Question) else None
+        if found is not None:
+            context["job"] = found.job(body.get("event_id"))
         return await next()
 
     async def _press(self, req: AsyncBoltRequest, next: Next) -> BoltResponse | None:

@@ -353,10 +353,22 @@ def is_external(team: object, home_team: str | None) -> bool:
     return bool(home_team) and isinstance(team, str) and bool(team) and team != home_team
 
 
-def is_ignored(event: dict[str, Any], question: Question | None, change: object) -> bool:
-    """A message event the bot neither answers nor stores: it is neither a question
-    (``question_from``) nor a change the history follows (``change_from``)."""
-    return event.get("type") in ("app_mention", "message") and question is None and change is None
+def understood(
+    event: dict[str, Any],
+    bot_user_id: str | None,
+    home_team: str | None = None,
+    event_time: object = None,
+) -> Question | Deletion | Edit | ChannelGone | None:
+    """What the bot does with ``event``: answer its question (``question_from``), follow
+    its change (``change_from``), or nothing (None)."""
+    return question_from(event, bot_user_id, home_team) or change_from(
+        event, bot_user_id, event_time
+    )
+
+
+def is_ignored(event: dict[str, Any], understood_as: object) -> bool:
+    """A message event the bot neither answers nor stores (``understood`` found nothing)."""
+    return event.get("type") in ("app_mention", "message") and understood_as is None
 
 
 def mentions(text: str, bot_user_id: str | None) -> bool:

@@ -77,9 +77,14 @@ def message_rows(turn: OpenTurn, messages: Sequence[Message]) -> tuple[list[Mess
     return stored, rows
 
 
-def with_ids(stored: list[Message], rows: list[dict], ids: dict[int, int]) -> list[Message]:  # type: ignore[type-arg]
-    """``stored`` with the ids the database gave them (by position)."""
-    return [m.with_(id=ids[row["position"]]) for m, row in zip(stored, rows, strict=True)]
+def with_ids(stored: list[Message], rows: list[dict], returned: Any) -> list[Message]:  # type: ignore[type-arg]
+    """``stored`` with the ids the database gave them: ``returned`` rows of channel,
+    position and id (INSERT_MESSAGES' RETURNING)."""
+    ids = {(channel, position): id_ for channel, position, id_ in returned}
+    return [
+        m.with_(id=ids[row["channel_id"], row["position"]])
+        for m, row in zip(stored, rows, strict=True)
+    ]
 
 
 def find_position(connection: Connection, turn: OpenTurn) -> None:
@@ -102,11 +107,8 @@ def append_all(
         find_position(connection, turn)
         stored_rows.append(message_rows(turn, messages))
     every_row = [row for _, rows in stored_rows for row in rows]
-    ids = {(c, p): i for c, p, i in connection.execute(INSERT_MESSAGES, every_row)}
-    return [
-        [m.with_(id=ids[row["channel_id"], row["position"]]) for m, row in zip(*pair, strict=True)]
-        for pair in stored_rows
-    ]
+    returned = connection.execute(INSERT_MESSAGES, every_row).all()
+    return [with_ids(stored, rows, returned) for stored, rows in stored_rows]
 
 
 def close_journal(connection: Connection, channel_id: str, window: Window, unanswered: str) -> None:
@@ -221,7 +223,7 @@ _FINISH_TURN = UPDATE_TURN.values(_bound("t_", _FINISHED, TURNS))
 _INSERT_FINISHING = (
     insert(MESSAGES)
     .values(_bound("m_", _STORED, MESSAGES))
-    .returning(MESSAGES.c.position, MESSAGES.c.id)
+    .returning(MESSAGES.c.channel_id, MESSAGES.c.position, MESSAGES.c.id)
     .add_cte(_FINISH_TURN.cte("finishing"))
 )
 
@@ -248,5 +250,4 @@ def append_finishing(
         return []
     stored, rows = message_rows(turn, messages)
     params = [_prefixed("m_", row) | finishing for row in rows]
-    ids = dict(connection.execute(_INSERT_FINISHING, params).all())
-    return with_ids(stored, rows, ids)
+    return with_ids(stored, rows, connection.execute(_INSERT_FINISHING, params).all())

@@ -176,10 +176,11 @@ class TurnStore:
             connection.execute(UPDATE_TURN, {"turn": turn.id, **values})
             return stored
 
-        if self.engines.dialect == "postgresql":  # one statement (see bot.store.journal)
-            stored = await self.engines.statement(
-                lambda connection: append_finishing(connection, turn, messages, values)
-            )
+        def in_one(connection: Connection) -> list[Message]:  # PostgreSQL: bot.store.journal
+            return append_finishing(connection, turn, messages, values)
+
+        if self.engines.dialect == "postgresql":
+            stored = await self.engines.statement(in_one)
         else:
             stored = await self.engines.transaction(work)
         self.windows.extend(turn.channel_id, after, stored, deletions)

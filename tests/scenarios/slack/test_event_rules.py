@@ -23,14 +23,14 @@ from bot.slack.events import (
     press_from,
     question_from,
     strip_mention,
+    understood,
 )
 
 BOT = "UBOT"
 
 
 def ignored(event: dict[str, Any], bot_user_id: str) -> bool:
-    """What the app makes of ``event``: ignored, when neither a question nor a change."""
-    return is_ignored(event, question_from(event, bot_user_id), change_from(event, bot_user_id))
+    return is_ignored(event, understood(event, bot_user_id))
 
 
 def event(**fields: Any) -> dict[str, Any]:
