@@ -20,6 +20,9 @@ from bot.slack.poster import Poster
 
 #: at most one edit of the live message (or status) a second
 UPDATE_INTERVAL_S = 1.0
+#: the first step's calls wait this long at most for the live message to be posted and
+#: its ts noted: a process killed while they run leaves a message its successor can find
+FIRST_POST_WAIT_S = 2.0
 
 
 class LiveStatus:
@@ -56,7 +59,12 @@ class LiveStatus:
             return
         # in a message, the descriptions (the model's arguments) are escaped as model text
         shown = "\n".join(f"{neutralise_mentions(escape(step))}…" for step in steps)
+        first = self.ts is None and self._shown is None
         self._want(f"_{shown}_", status=False)
+        if first and self._pending is not None:
+            # the calls run once the message is up and its ts noted, or after a slow Slack
+            # (the post still goes on: asyncio.wait neither cancels nor raises)
+            await asyncio.wait({self._pending}, timeout=FIRST_POST_WAIT_S)
 
     async def close(self) -> None:
         """The turn is over: nothing more goes out (``clear`` deletes the message)."""

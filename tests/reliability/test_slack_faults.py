@@ -291,3 +291,31 @@ async def test_slacks_rate_limit_notice_is_acknowledged_and_logged_as_an_error(
     ts = clock.ts()
     await bot.send(mention("C1", ts, "still there?"))
     await fake_slack.wait_for(turn_finished("C1", ts))
+
+
+async def test_a_slow_step_message_is_up_before_the_tool_runs(
+    start_bot, jira: FakeJira, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    """Slack takes 0.5 s to post the step message -> Jira is asked only once it is up (and
+    its ts noted for a successor, should this process die while the tool runs) -> the
+    answer, and no step message left."""
+
+    def model(request: Request) -> Reply | ToolUse:
+        if request.body["messages"][-1]["role"] == "tool":
+            return Reply(text="Jira: " + json.dumps(tool_result(request, "get")))
+        return ToolUse("jira_get_issue", {"issue_key": "TASK-1"}, "get")
+
+    bot: RunningBot = start_bot(
+        JIRA_URL=jira.url, JIRA_EMAIL=JIRA_EMAIL, JIRA_API_TOKEN=JIRA_TOKEN, JIRA_PROJECT="TASK"
+    )
+    fake_openai.responder = model
+    fake_slack.hang_next("chat.postMessage", 0.5, channel="C1")
+    ts = clock.ts()
+    await bot.send(mention("C1", ts, "status of TASK-1?"))
+    await until_jira_called(jira)
+    shown = [m["text"] for m in fake_slack.messages("C1")]
+
+    assert shown == ["_Looking up TASK-1 in Jira…_"]
+    await fake_slack.wait_for(turn_finished("C1", ts), timeout=10)
+    (answer,) = fake_slack.messages("C1")
+    assert answer["text"].startswith("Jira:")
