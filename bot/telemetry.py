@@ -30,7 +30,8 @@ from bot import metrics
 from bot.config import Settings
 from bot.errors import ModelError
 from bot.logs import add_log_ids, current_log_id, log_context
-from bot.messages import Message, ModelReply, Outcome, TurnRecord
+from bot.messages import Message, ModelReply, Outcome
+from bot.turn import TurnState
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +119,7 @@ def turn_began(turn_id: int | None, channel: str | None = None) -> None:
         span.set_attribute("bot.turn.id", turn_id)
 
 
-def turn_ended(record: TurnRecord, seconds: float) -> None:
+def turn_ended(record: TurnState, seconds: float) -> None:
     """The turn (its stretch of ``seconds``) ended as ``record`` says: logged, counted, and
     written on its span."""
     log.info(

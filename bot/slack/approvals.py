@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 
 from bot.agent.conversations import Conversations
-from bot.agent.loop import RUN
+from bot.agent.observer import RUN
 from bot.messages import Decision, Outcome
 from bot.slack.cards import APPROVE, CONTINUE, DECLINE
 from bot.slack.delivery import EXPIRED, Delivery
@@ -52,7 +52,7 @@ class Approvals:
         if turn is None or turn.channel_id != press.channel:
             log.warning("press on unknown turn %s in %s", press.turn_id, press.channel)
             return True
-        card = turn.state.card or {}
+        card = turn.card or {}
         thread = Thread(press.channel, card.get("thread_ts") or None)
         if press.external and press.action != CONTINUE:
             log.info("%s of another workspace may not answer turn %s", press.user, press.turn_id)

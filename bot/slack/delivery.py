@@ -18,35 +18,63 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
 
 from bot.agent.conversations import Conversations, Reply
-from bot.agent.loop import PAUSE, Approver, DoneSink, ProgressSink
+from bot.agent.observer import PAUSE, TurnObserver
 from bot.config import Settings
-from bot.llm.base import TextSink
-from bot.messages import Decision, Outcome, ToolCall, TurnRecord
+from bot.messages import Decision, Outcome, ToolCall
 from bot.slack.cards import approval_card, continue_message, feedback_block
 from bot.slack.events import Question, Thread
 from bot.slack.files import SlackFiles
 from bot.slack.live import LiveStatus
 from bot.slack.poster import Poster
 from bot.slack.stream import AnswerStream, Recipient
+from bot.tools.base import ToolResult
+from bot.turn import TurnState
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Sinks:
-    """What a running turn tells the thread."""
+class Display(Protocol):
+    """What shows a running turn in the thread: the answer's stream (AnswerStream), or a
+    live message of its steps (LiveStatus)."""
 
-    on_progress: ProgressSink
-    on_text: TextSink | None = None
-    on_done: DoneSink | None = None
+    #: whether it shows the answer's text as it is written
+    streams_text: bool
+
+    async def steps(self, calls: Sequence[ToolCall]) -> None: ...
+
+    async def text(self, piece: str) -> None: ...
+
+    async def done(self, call: ToolCall, failed: bool) -> None: ...
 
 
-#: runs the turn, telling the thread what it does
-Work = Callable[[Sinks], Awaitable[Reply | None]]
+class InThread(TurnObserver):
+    """A turn watched from its thread: its steps and text go to ``display``; each write is
+    decided by ``decision`` (None: it runs)."""
+
+    def __init__(self, display: Display, decision: Decision | None) -> None:
+        self.display = display
+        self.decision = decision
+        self.streams_text = display.streams_text
+
+    async def decide(self, state: TurnState, call: ToolCall) -> Decision:
+        return self.decision or await super().decide(state, call)
+
+    async def on_tools_start(self, state: TurnState, calls: Sequence[ToolCall]) -> None:
+        await self.display.steps(calls)
+
+    async def on_text(self, state: TurnState, delta: str) -> None:
+        await self.display.text(delta)
+
+    async def on_tool_end(self, state: TurnState, call: ToolCall, result: ToolResult) -> None:
+        await self.display.done(call, not result.ok)
+
+
+#: runs the turn, its observer told what it does
+Work = Callable[[TurnObserver], Awaitable[Reply | None]]
 #: told the ts of the message showing the turn once it is posted ("" once it is the answer)
 Posted = Callable[[str], Awaitable[None]]
 TITLE_MAX = 60
@@ -61,17 +89,13 @@ NOT_FOR_GUESTS = (
 )
 
 
-async def _ask_a_person(call: ToolCall) -> Decision:
-    return PAUSE
-
-
-async def _refuse_a_guest(call: ToolCall) -> Decision:
-    return Decision("decline", NOT_FOR_GUESTS)
+#: what a write asked for by someone of another workspace gets
+_REFUSE_A_GUEST = Decision("decline", NOT_FOR_GUESTS)
 
 
 def _feedback(reply: Reply) -> list | None:  # type: ignore[type-arg]
     """The feedback buttons under an answer that ends its turn; None under any other."""
-    final = reply.ok and reply.outcome in (Outcome.ANSWERED, Outcome.TRUNCATED)
+    final = reply.ok and reply.outcome.final
     return [feedback_block(reply.turn_id)] if final and reply.turn_id else None
 
 
@@ -81,13 +105,13 @@ class Delivery:
         self.poster = poster
         self.settings = settings
         self.files = SlackFiles(poster.client, settings)
-        #: asked before each write: with WRITE_APPROVAL the turn pauses for a person
-        self.approver: Approver | None = _ask_a_person if settings.WRITE_APPROVAL else None
+        #: each write's decision: with WRITE_APPROVAL the turn pauses for a person
+        self.decision: Decision | None = PAUSE if settings.WRITE_APPROVAL else None
 
-    def approver_for(self, external: bool) -> Approver | None:
-        """Asked before each write of a turn: someone of another workspace gets none run,
-        whatever WRITE_APPROVAL says."""
-        return _refuse_a_guest if external else self.approver
+    def decision_for(self, external: bool) -> Decision | None:
+        """What each write of a turn gets: someone of another workspace gets none run,
+        whatever WRITE_APPROVAL says (None: it runs)."""
+        return _REFUSE_A_GUEST if external else self.decision
 
     async def working(self, question: Question) -> None:
         await self.poster.working(question)
@@ -100,19 +124,12 @@ class Delivery:
     ) -> bool:
         """Answer a question; whether its turn was stored (and its reply posted)."""
 
-        async def work(sinks: Sinks) -> Reply:
+        async def work(observer: TurnObserver) -> Reply:
             incoming = question.incoming
             if question.files:
                 attachments = await self.files.read(question.files)
                 incoming = dataclasses.replace(incoming, attachments=attachments)
-            return await self.conversations.handle(
-                incoming,
-                approver=self.approver_for(question.external),
-                on_progress=sinks.on_progress,
-                on_text=sinks.on_text,
-                on_done=sinks.on_done,
-                resumed=resumed,
-            )
+            return await self.conversations.ask(incoming, observer, resumed=resumed)
 
         incoming = question.incoming
         recipient = None
@@ -125,6 +142,7 @@ class Delivery:
             resumed=resumed,
             on_posted=on_posted,
             recipient=recipient,
+            external=question.external,
         )
         return reply is not None and reply.turn_id is not None
 
@@ -142,18 +160,10 @@ class Delivery:
         someone of another workspace; ``recipient``: who its answer is for (a channel's
         stream needs them)."""
 
-        async def work(sinks: Sinks) -> Reply | None:
-            return await self.conversations.resume(
-                turn_id,
-                decisions,
-                approver=self.approver_for(external),
-                on_progress=sinks.on_progress,
-                on_text=sinks.on_text,
-                on_done=sinks.on_done,
-                resumed=resumed,
-            )
+        async def work(observer: TurnObserver) -> Reply | None:
+            return await self.conversations.resume(turn_id, decisions, observer, resumed=resumed)
 
-        return await self.run(thread, work, resumed=resumed, recipient=recipient)
+        return await self.run(thread, work, resumed=resumed, recipient=recipient, external=external)
 
     async def run(
         self,
@@ -164,14 +174,18 @@ class Delivery:
         resumed: bool = False,
         on_posted: Posted | None = None,
         recipient: Recipient | None = None,
+        external: bool = False,
     ) -> Reply | None:
+        """Run one stretch of a turn (``work``) and show it in the thread: streamed where
+        Slack takes a stream, else a live message of its steps; then its reply."""
+        decision = self.decision_for(external)
         stream = self._stream(thread, recipient, on_posted)
         if stream is None:
-            return await self._run_live(thread, work, pane, resumed, on_posted)
+            return await self._run_live(thread, work, decision, pane, resumed, on_posted)
         await self.poster.status(thread, THINKING)
         reply = None
         try:
-            reply = await work(Sinks(stream.steps, stream.text, stream.done))
+            reply = await work(InThread(stream, decision))
         finally:
             try:
                 await self._end_stream(thread, stream, reply, resumed, on_posted)
@@ -195,14 +209,20 @@ class Delivery:
         )
 
     async def _run_live(
-        self, thread: Thread, work: Work, pane: bool, resumed: bool, on_posted: Posted | None
+        self,
+        thread: Thread,
+        work: Work,
+        decision: Decision | None,
+        pane: bool,
+        resumed: bool,
+        on_posted: Posted | None,
     ) -> Reply | None:
         live = LiveStatus(
             self.poster, thread, self.conversations.describe, pane=pane, on_posted=on_posted
         )
         reply = None
         try:
-            reply = await work(Sinks(live.steps))
+            reply = await work(InThread(live, decision))
         finally:
             await live.close()
         try:
@@ -258,7 +278,7 @@ class Delivery:
         approval that expired."""
         if reply.outcome == Outcome.EXPIRED:
             return
-        stopped = reply.outcome in (Outcome.AWAITING_APPROVAL, Outcome.MAX_ROUNDS)
+        stopped = reply.outcome.stopped
         turn = await self.conversations.turn(reply.turn_id) if stopped and reply.turn_id else None
         if reply.outcome == Outcome.AWAITING_APPROVAL and turn is not None:
             text, blocks = self.card(turn)
@@ -278,15 +298,15 @@ class Delivery:
             text, blocks = continue_message(turn.id or 0, turn.rounds)
             await self._show_card(thread, turn, text, blocks, "continue", look_first)
 
-    def card(self, turn: TurnRecord, decided: str | None = None) -> tuple[str, list]:  # type: ignore[type-arg]
+    def card(self, turn: TurnState, decided: str | None = None) -> tuple[str, list]:  # type: ignore[type-arg]
         calls = self.conversations.pending_writes(turn)
         describe, default = self.conversations.describe, self.settings.JIRA_PROJECT
         return approval_card(turn, calls, describe, default_project=default, decided=decided)
 
-    async def close_card(self, turn: TurnRecord, decided: str) -> None:
+    async def close_card(self, turn: TurnState, decided: str) -> None:
         """The turn's card (the one recorded, never another message) without its buttons,
         saying what became of it."""
-        card = turn.state.card
+        card = turn.card
         if card is None:
             return
         text, blocks = self.card(turn, decided)
@@ -295,7 +315,7 @@ class Delivery:
     async def _show_card(
         self,
         thread: Thread,
-        turn: TurnRecord,
+        turn: TurnState,
         text: str,
         blocks: list,
         kind: str,

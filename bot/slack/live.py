@@ -26,6 +26,10 @@ FIRST_POST_WAIT_S = 2.0
 
 
 class LiveStatus:
+    """A Display (bot.slack.delivery) of the steps alone: the answer is posted when done."""
+
+    streams_text = False
+
     def __init__(
         self,
         replies: Poster,
@@ -52,7 +56,7 @@ class LiveStatus:
         self._closed = False
 
     async def steps(self, calls: Sequence[ToolCall]) -> None:
-        """A ProgressSink: the round's calls are about to run."""
+        """The round's calls are about to run."""
         steps = [self.describe(call) for call in calls]
         if self.pane:  # the status line is plain text: it neither pings nor links
             self._want("\n".join(f"{step}…" for step in steps), status=True)
@@ -65,6 +69,12 @@ class LiveStatus:
             # the calls run once the message is up and its ts noted, or after a slow Slack
             # (the post still goes on: asyncio.wait neither cancels nor raises)
             await asyncio.wait({self._pending}, timeout=FIRST_POST_WAIT_S)
+
+    async def text(self, piece: str) -> None:
+        """The answer is not shown until it is whole."""
+
+    async def done(self, call: ToolCall, failed: bool) -> None:
+        """A step's end shows as the next step (or the answer)."""
 
     async def close(self) -> None:
         """The turn is over: nothing more goes out (``clear`` deletes the message)."""

@@ -58,6 +58,10 @@ class Recipient:
 
 
 class AnswerStream:
+    """A Display (bot.slack.delivery) that streams the answer, each tool call a task."""
+
+    streams_text = True
+
     def __init__(
         self,
         client: AsyncWebClient,
@@ -90,7 +94,7 @@ class AnswerStream:
         return self._streamer.ts if self._streamer is not None else None
 
     async def steps(self, calls: Sequence[ToolCall]) -> None:
-        """A ProgressSink: the round's text is over; its calls start, each a task."""
+        """The round's text is over; its calls start, each a task."""
         if self._round[self._fed :]:
             self._add_text(self._round[self._fed :])
         if self._round:  # what the model said before its calls stays, apart from what follows
@@ -100,12 +104,12 @@ class AnswerStream:
         self._want()
 
     async def done(self, call: ToolCall, failed: bool) -> None:
-        """A DoneSink: the call's task is complete (or failed)."""
+        """The call's task is complete (or failed)."""
         self._pending.append(self._task(call, "error" if failed else "complete"))
         self._want()
 
     async def text(self, piece: str) -> None:
-        """A TextSink: the model wrote ``piece``; what can be cut off goes out."""
+        """The model wrote ``piece``; what can be cut off goes out."""
         self._round += piece
         if self._full or self._failed:  # the rest waits for finish (or goes posted)
             return

@@ -153,7 +153,7 @@ class Worker:
         deleted, withdrawn = await self.conversations.delete(change.channel, change.ts)
         await self.jobs.forget(change.channel, change.ts)
         for turn in withdrawn:  # its card showed what the model made of the question
-            card = turn.state.card
+            card = turn.card
             if card is not None:
                 await self.poster.update(card["channel"], card["ts"], QUESTION_DELETED)
         return deleted
