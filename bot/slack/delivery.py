@@ -19,13 +19,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
 
 from bot.agent.conversations import Conversations, Reply
 from bot.agent.observer import PAUSE, TurnObserver
 from bot.config import Settings
 from bot.messages import Decision, Outcome, ToolCall
 from bot.slack.cards import approval_card, continue_message, feedback_block
+from bot.slack.display import Display
 from bot.slack.events import Question, Thread
 from bot.slack.files import SlackFiles
 from bot.slack.live import LiveStatus
@@ -35,20 +35,6 @@ from bot.tools.base import ToolResult
 from bot.turn import TurnState
 
 log = logging.getLogger(__name__)
-
-
-class Display(Protocol):
-    """What shows a running turn in the thread: the answer's stream (AnswerStream), or a
-    live message of its steps (LiveStatus)."""
-
-    #: whether it shows the answer's text as it is written
-    streams_text: bool
-
-    async def steps(self, calls: Sequence[ToolCall]) -> None: ...
-
-    async def text(self, piece: str) -> None: ...
-
-    async def done(self, call: ToolCall, failed: bool) -> None: ...
 
 
 class InThread(TurnObserver):
@@ -78,8 +64,6 @@ Work = Callable[[TurnObserver], Awaitable[Reply | None]]
 #: told the ts of the message showing the turn once it is posted ("" once it is the answer)
 Posted = Callable[[str], Awaitable[None]]
 TITLE_MAX = 60
-#: the thread's status while a streamed answer is on its way (Slack clears it at the reply)
-THINKING = "is thinking…"
 EXPIRED = "This request expired, so nothing was done. Ask again if it is still needed."
 #: the result of a write asked for by someone of another workspace (what the model reads)
 NOT_FOR_GUESTS = (
@@ -178,90 +162,42 @@ class Delivery:
     ) -> Reply | None:
         """Run one stretch of a turn (``work``) and show it in the thread: streamed where
         Slack takes a stream, else a live message of its steps; then its reply."""
-        decision = self.decision_for(external)
-        stream = self._stream(thread, recipient, on_posted)
-        if stream is None:
-            return await self._run_live(thread, work, decision, pane, resumed, on_posted)
-        await self.poster.status(thread, THINKING)
+        display = self._display(thread, recipient, pane, on_posted)
+        await display.start()
         reply = None
         try:
-            reply = await work(InThread(stream, decision))
+            reply = await work(InThread(display, self.decision_for(external)))
         finally:
             try:
-                await self._end_stream(thread, stream, reply, resumed, on_posted)
+                answered = reply is not None and reply.ok and reply.outcome not in _NO_ANSWER
+                shown = await display.end(
+                    reply.text if reply is not None and answered else None,
+                    post_id=_post_id(reply) if reply is not None else None,
+                    blocks=_feedback(reply) if reply is not None else None,
+                    resumed=resumed,
+                )
+                if reply is not None:
+                    await self.post_reply(
+                        thread, reply, into=shown.into, held=shown.held, look_first=resumed
+                    )
+                await display.tidy(answered)
             finally:
-                await self.poster.status(thread, "")
+                await display.close()
         return reply
 
-    def _stream(
-        self, thread: Thread, recipient: Recipient | None, on_posted: Posted | None
-    ) -> AnswerStream | None:
-        """The turn's stream, where Slack takes one: a reply in a thread, in a channel for
-        the person who asked."""
-        in_dm = thread.channel.startswith("D")
-        if not self.settings.STREAM_ANSWERS or thread.thread_ts is None:
-            return None
-        if recipient is None and not in_dm:
-            return None
+    def _display(
+        self, thread: Thread, recipient: Recipient | None, pane: bool, on_posted: Posted | None
+    ) -> Display:
+        """The turn's stream, where Slack takes one (a reply in a thread, in a channel for
+        the person who asked); else a live message of its steps."""
         describe = self.conversations.describe
-        return AnswerStream(
-            self.poster.client, thread, describe, recipient=recipient, on_started=on_posted
-        )
-
-    async def _run_live(
-        self,
-        thread: Thread,
-        work: Work,
-        decision: Decision | None,
-        pane: bool,
-        resumed: bool,
-        on_posted: Posted | None,
-    ) -> Reply | None:
-        live = LiveStatus(
-            self.poster, thread, self.conversations.describe, pane=pane, on_posted=on_posted
-        )
-        reply = None
-        try:
-            reply = await work(InThread(live, decision))
-        finally:
-            await live.close()
-        try:
-            if reply is not None:
-                await self.post_reply(thread, reply, look_first=resumed)
-        finally:
-            # after the answer: what the person waits for goes out first
-            await live.clear()
-        return reply
-
-    async def _end_stream(
-        self,
-        thread: Thread,
-        stream: AnswerStream,
-        reply: Reply | None,
-        resumed: bool,
-        on_posted: Posted | None,
-    ) -> None:
-        """The stream ends with the answer, and what it could not hold is posted after it;
-        a turn without an answer (yet) leaves no stream behind."""
-        answered = reply is not None and reply.ok and reply.outcome not in _NO_ANSWER
-        held = None
-        # a stretch resumed without a word streamed may have posted its answer before
-        if reply is not None and answered and not (resumed and stream.ts is None):
-            # the buttons go under the streamed message (an answer longer than it goes on
-            # in posts after it)
-            held = await stream.finish(reply.text, post_id=_post_id(reply), blocks=_feedback(reply))
-        else:
-            await stream.finish(None)
-        if reply is not None:
-            into = stream.ts if held is None and answered else None
-            await self.post_reply(thread, reply, into=into, held=held or 0, look_first=resumed)
-        if stream.ts is None:
-            return
-        if held is not None or answered:  # the message is (or was taken over by) the answer
-            if on_posted is not None:
-                await on_posted("")
-        else:  # after the card or the failure: what the person waits for goes out first
-            await self.poster.delete(thread.channel, stream.ts)
+        in_dm = thread.channel.startswith("D")
+        streams = self.settings.STREAM_ANSWERS and thread.thread_ts is not None
+        if streams and (recipient is not None or in_dm):
+            return AnswerStream(
+                self.poster, thread, describe, recipient=recipient, on_started=on_posted
+            )
+        return LiveStatus(self.poster, thread, describe, pane=pane, on_posted=on_posted)
 
     async def post_reply(
         self,
