@@ -102,7 +102,9 @@ class Conversations:
         with telemetry.turn(incoming.channel_id):
             try:
                 if resumed and incoming.slack_ts:
-                    found = await self.turns.find(incoming.channel_id, incoming.slack_ts)
+                    found = await self.turns.find(
+                        incoming.channel_id, incoming.slack_ts, self.token_budget
+                    )
                     if found is not None:
                         return await self._found_again(found, observer)
                 return await self._new(incoming, observer)
@@ -125,20 +127,18 @@ class Conversations:
         process died while it went on; it goes on from its journal."""
         with telemetry.turn(None, turn_id):
             try:
-                stored = await self.turns.get(turn_id)
-                if stored is None:
+                state = await self.turns.load(turn_id, self.token_budget)
+                if state is None:
                     return None
-                telemetry.turn_began(turn_id, stored.channel_id)
-                if resumed and stored.outcome == Outcome.RUNNING:
-                    return await self._go_on(turn_id, observer)
-                if not stored.outcome.stopped:
+                telemetry.turn_began(turn_id, state.channel_id)
+                stopped = state.outcome
+                if resumed and stopped == Outcome.RUNNING:
+                    return await self._go_on(state, observer)
+                if not stopped.stopped or not await self._claim(state, decisions):
                     return None
-                claimed = await self.turns.claim(turn_id, stored.outcome, decisions)
-                if claimed is None:
-                    return None
-                if stored.outcome == Outcome.AWAITING_APPROVAL and self._expired(claimed):
-                    return await self._expire(claimed)
-                return await self._go_on(turn_id, observer, stopped=stored.outcome)
+                if stopped == Outcome.AWAITING_APPROVAL and self._expired(state):
+                    return await self._expire(state)
+                return await self._go_on(state, observer, stopped=stopped)
             except StoreError:
                 log.exception("resuming turn %s failed on the database", turn_id)
                 telemetry.turn_failed("database")
@@ -214,24 +214,29 @@ class Conversations:
     async def _found_again(self, found: TurnState, observer: TurnObserver) -> Reply:
         """The turn of a message taken on again: it goes on if it was cut short, else its
         reply is what was stored."""
-        assert found.id is not None
         if found.outcome == Outcome.INTERRUPTED:
-            found = await self.turns.claim(found.id, Outcome.INTERRUPTED) or found
+            await self._claim(found)
         if found.outcome == Outcome.RUNNING:
-            return await self._go_on(found.id, observer)
-        return await self._stored_reply(found)
+            return await self._go_on(found, observer)
+        return self._stored_reply(found)
+
+    async def _claim(self, state: TurnState, decisions: dict[str, Decision] | None = None) -> bool:
+        """Take a stopped (or interrupted) turn on: running again, with ``decisions``; False
+        when someone else did first."""
+        assert state.id is not None
+        claimed = await self.turns.claim(state.id, state.outcome, decisions)
+        if claimed is not None:
+            state.outcome, state.decisions = claimed.outcome, claimed.decisions
+        return claimed is not None
 
     async def _go_on(
-        self, turn_id: int, observer: TurnObserver, *, stopped: Outcome | None = None
+        self, state: TurnState, observer: TurnObserver, *, stopped: Outcome | None = None
     ) -> Reply:
-        """Go on with a stored turn: one a person let go on (``stopped``: what it was), or
+        """Go on with a loaded turn: one a person let go on (``stopped``: what it was), or
         one whose process died while it ran (``stopped`` None)."""
         started = time.perf_counter()
-        state = await self.turns.load(turn_id, self.token_budget)
-        if state is None:
-            raise StoreError(f"turn {turn_id} is gone")
         if stopped is None:
-            log.warning("resuming turn %s in %s from its journal", turn_id, state.channel_id)
+            log.warning("resuming turn %s in %s from its journal", state.id, state.channel_id)
             self._recover(state)
         elif stopped == Outcome.MAX_ROUNDS:
             state.pending, state.round_base = None, state.rounds
@@ -304,13 +309,11 @@ class Conversations:
         answer = state.answer or ""
         return Reply(answer or FAILED, ok=bool(answer), **ended)
 
-    async def _stored_reply(self, found: TurnState) -> Reply:
+    def _stored_reply(self, found: TurnState) -> Reply:
         """The reply of a turn that ended before its process could post it."""
-        if found.outcome.answered and found.id is not None:
-            loaded = await self.turns.load(found.id, 0)
-            final = loaded.messages[-1] if loaded and loaded.messages else None
-            if final is not None and final.role == "assistant":
-                found.answer = final.content
+        final = found.messages[-1] if found.messages else None
+        if found.outcome.answered and final is not None and final.role == "assistant":
+            found.answer = final.content
         return self._reply(found)
 
     def _expired(self, state: TurnState) -> bool:

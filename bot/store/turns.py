@@ -172,18 +172,21 @@ class TurnStore:
             return turn_from(row) if row else None
 
     @store_errors
-    async def find(self, channel_id: str, slack_ts: str) -> TurnState | None:
-        """The newest turn that answers the person's message ``slack_ts``, if any."""
-        async with self.engines.reads.connect() as connection:
-            row = (
-                await connection.execute(
-                    select(TURNS)
-                    .where(TURNS.c.channel_id == channel_id, TURNS.c.slack_ts == slack_ts)
-                    .order_by(TURNS.c.id.desc())
-                    .limit(1)
-                )
-            ).first()
-            return turn_from(row) if row else None
+    async def find(self, channel_id: str, slack_ts: str, budget: int) -> TurnState | None:
+        """The newest turn that answers the person's message ``slack_ts``, if any, loaded
+        as ``load`` loads it."""
+        found = (
+            select(TURNS.c.id)
+            .where(TURNS.c.channel_id == channel_id, TURNS.c.slack_ts == slack_ts)
+            .order_by(TURNS.c.id.desc())
+            .limit(1)
+        )
+
+        def work(connection: Connection) -> TurnState | None:
+            turn_id = connection.scalar(found)
+            return None if turn_id is None else _load(connection, turn_id, budget)
+
+        return await self.engines.transaction(work)
 
     @store_errors
     async def load(self, turn_id: int, budget: int) -> TurnState | None:
