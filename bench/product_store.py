@@ -1,10 +1,10 @@
 """histbench plugin: the product's own history store, driven as the bot drives it.
 
-    DATABASE_URL=... python ../shared/bench/histbench.py --plugin bench/product_store.py
+    DATABASE_URL=... python histbench.py --plugin bench/product_store.py
 
-A copy of ../shared/bench/product_store.py, adapted to the store's API since the turn
-became a journal (bot.store.turns). The product is the Slack bot in the project checkout
-(package ``bot``, installed into the bench venv). Per turn the bot
+histbench, a history-store benchmark harness, is not part of this repository; this plugin
+drives the store's journal API (bot.store.turns). The product is the Slack bot in the
+project checkout (package ``bot``, installed into the bench venv). Per turn the bot
 (bot.agent.conversations.Conversations._new, bot.agent.loop) does:
 
 1. the user's message: ``Message.user(clean_text(text), user_id, slack_ts)``, its tokens

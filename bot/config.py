@@ -81,7 +81,7 @@ def _comma_list(value: object) -> object:
 
 
 class Settings(BaseSettings):
-    """Every setting of INTERFACE.md; the field name is the variable's name."""
+    """Every setting of docs/interface.md; the field name is the variable's name."""
 
     model_config = SettingsConfigDict(
         env_file=".env",

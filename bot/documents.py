@@ -1,5 +1,5 @@
-"""The history documents of INTERFACE.md, shared by ``bot history --json``, the export and
-the admin API, so every view of a session says the same thing.
+"""The history documents of docs/interface.md, shared by ``bot history --json``, the export
+and the admin API, so every view of a session says the same thing.
 
 Pure: values in, JSON-ready dicts and text lines out; no database, no web, no CLI.
 """

@@ -1,6 +1,6 @@
 """Neutral values shared by the loop, the model adapters and storage.
 
-``Message.to_dict`` / ``from_dict`` are the history JSON of INTERFACE.md: a key that
+``Message.to_dict`` / ``from_dict`` are the history JSON of docs/interface.md: a key that
 does not apply is absent, except ``content`` of an assistant message that only calls
 tools, which is null.
 """

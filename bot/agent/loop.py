@@ -1,12 +1,12 @@
 """The tool loop: ask the model, run the tools it calls, repeat, up to a round cap.
 
-No Slack, no SQL: it takes the conversation so far and returns the new messages. Before a
-round's tool calls run, the turn's new messages so far are handed to the journal (the
-assistant message that asks for them included, each writing call with its idempotency
-marker), and so are the results of a round that wrote, as soon as they are in: a turn
-resumed after a crash never asks the model again for a stored round and never sends a
-write twice (``resume`` with ``recovering``), and one nobody resumes still tells the next
-turn what it changed.
+No Slack, no SQL: ``Loop.run`` takes a TurnState (bot.turn) and runs it on from where it
+stands, telling one TurnObserver what happens. Before a round's tool calls run, the turn's
+new messages so far are handed to the journal (the assistant message that asks for them
+included, each writing call with its idempotency marker), and so are the results of a
+round that wrote, as soon as they are in: a turn that goes on after a crash never asks
+the model again for a stored round and never sends a write twice (a state that is
+``recovering``), and one nobody goes on with still tells the next turn what it changed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""bot.documents: the history list / show / export documents of INTERFACE.md."""
+"""bot.documents: the history list / show / export documents of docs/interface.md."""
 
 from __future__ import annotations
 
