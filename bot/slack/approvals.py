@@ -56,13 +56,13 @@ class Approvals:
         thread = Thread(press.channel, card.get("thread_ts") or None)
         if press.external and press.action != CONTINUE:
             log.info("%s of another workspace may not answer turn %s", press.user, press.turn_id)
-            await self.poster.tell(thread, press.user, NOT_FROM_HERE)
+            await self.poster.post_ephemeral(thread, press.user, NOT_FROM_HERE)
             return True
         asker = turn.user_id
         recipient = Recipient(asker, press.team_id) if asker and press.team_id else None
         if press.user != turn.user_id and press.user not in self.admins:
             log.info("%s may not answer turn %s", press.user, press.turn_id)
-            await self.poster.tell(thread, press.user, ONLY_THE_REQUESTER)
+            await self.poster.post_ephemeral(thread, press.user, ONLY_THE_REQUESTER)
             return True
         if resumed and turn.outcome == Outcome.RUNNING:  # its process died while it went on
             await self.delivery.resume(
@@ -73,7 +73,9 @@ class Approvals:
             expired = turn.outcome == Outcome.EXPIRED
             if expired:
                 await self.delivery.close_card(turn, f":hourglass: {EXPIRED}")
-            await self.poster.tell(thread, press.user, EXPIRED if expired else ALREADY_HANDLED)
+            await self.poster.post_ephemeral(
+                thread, press.user, EXPIRED if expired else ALREADY_HANDLED
+            )
             return True
         if press.action == CONTINUE:
             if card:

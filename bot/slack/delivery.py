@@ -98,10 +98,10 @@ class Delivery:
         return _REFUSE_A_GUEST if external else self.decision
 
     async def working(self, question: Question) -> None:
-        await self.poster.working(question)
+        await self.poster.add_reaction(question)
         if question.pane:
             title = " ".join(question.incoming.text.split())
-            await self.poster.title(question.thread, title[:TITLE_MAX] or "New chat")
+            await self.poster.set_title(question.thread, title[:TITLE_MAX] or "New chat")
 
     async def answer(
         self, question: Question, *, resumed: bool = False, on_posted: Posted | None = None

@@ -98,7 +98,7 @@ class LiveStatus:
             await asyncio.gather(self._pending, return_exceptions=True)
         async with self._lock:
             if self.pane:
-                await self.replies.status(self.thread, "")
+                await self.replies.set_status(self.thread, "")
         return Shown()
 
     async def tidy(self, answered: bool) -> None:
@@ -127,7 +127,7 @@ class LiveStatus:
             self._shown, self._last = wanted, time.monotonic()
             text, status = wanted
             if status:
-                await self.replies.status(self.thread, text)
+                await self.replies.set_status(self.thread, text)
             elif self.ts is None:
                 self.ts = await self.replies.post(self.thread, text)
                 if self.ts is not None and self.on_posted is not None:

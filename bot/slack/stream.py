@@ -123,7 +123,7 @@ class AnswerStream:
 
     async def start(self) -> None:
         """The thread's status says the bot is thinking (Slack clears it at the reply)."""
-        await self.poster.status(self.thread, THINKING)
+        await self.poster.set_status(self.thread, THINKING)
 
     async def end(
         self,
@@ -152,7 +152,7 @@ class AnswerStream:
             await self.poster.delete(self.thread.channel, self.ts)
 
     async def close(self) -> None:
-        await self.poster.status(self.thread, "")
+        await self.poster.set_status(self.thread, "")
 
     async def finish(
         self, answer: str | None, *, post_id: str | None = None, blocks: Blocks | None = None

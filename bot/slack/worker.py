@@ -167,7 +167,7 @@ class Worker:
         sign = self._signs.pop((channel, ts), None)
         if sign is not None:
             await asyncio.gather(sign, return_exceptions=True)  # on before it comes off
-        await self.poster.finished(channel, ts)
+        await self.poster.remove_reaction(channel, ts)
 
     def _learn_name(self, channel: str) -> None:
         """Once per channel and process, after an answer (a DM has no name)."""
