@@ -23,7 +23,7 @@ from bot.wiring import Services, build_services
 def ask(channel: str, user_id: str | None, approve: bool, text: tuple[str, ...]) -> int:
     """Run one turn of the agent in CHANNEL's session and print the answer."""
     settings = settings_for("OPENAI_API_KEY", log_level="WARNING")
-    prepare_database(settings)
+    prepare_database(settings.store)
     incoming = Incoming(channel, " ".join(text), user_id=user_id)
     return asyncio.run(_ask(settings, incoming, _decided(settings, approve)))
 
@@ -39,7 +39,7 @@ NOT_APPROVED = (
 
 def _decided(settings: Settings, approve: bool) -> Approver | None:
     """Writes approved in advance (--approve), or declined with a reason the model reads."""
-    if not settings.WRITE_APPROVAL:
+    if not settings.slack.WRITE_APPROVAL:
         return None
     decision = RUN if approve else Decision("decline", NOT_APPROVED)
 
@@ -68,7 +68,7 @@ async def _ask(settings, incoming: Incoming, approver: Approver | None) -> int: 
 def chat(channel: str) -> int:
     """A terminal conversation with the agent (Ctrl-D or 'exit' to leave)."""
     settings = settings_for("OPENAI_API_KEY", log_level="WARNING")
-    prepare_database(settings)
+    prepare_database(settings.store)
     return asyncio.run(_chat(settings, channel))
 
 
@@ -87,7 +87,7 @@ async def _chat(settings, channel: str) -> int:  # type: ignore[no-untyped-def]
                 return 0
             if not text.strip():
                 continue
-            approver = _ask_at_prompt if settings.WRITE_APPROVAL else None
+            approver = _ask_at_prompt if settings.slack.WRITE_APPROVAL else None
             reply = await _turn(services, Incoming(channel, text), approver)
             click.echo(("bot> " if reply.ok else "bot (error)> ") + reply.text)
     finally:
