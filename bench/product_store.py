@@ -250,7 +250,7 @@ class ProductStore(Store):
         b = self.b = _product()
         await asyncio.to_thread(b.migrate.upgrade, url)
         windows = b.Windows() if self.keep_windows else b.NoKeptWindows()
-        # bot.wiring.build_services: TurnStore(create_engines(settings.DATABASE_URL), ...)
+        # bot.wiring.build_services: TurnStore(create_engines(settings.store.DATABASE_URL), ...)
         self.engines = b.create_engines(url)
         self.h = b.TurnStore(self.engines, windows)
         self.jobs = b.open_jobs(self.engines)

@@ -27,7 +27,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from bot import metrics
-from bot.config import Settings
+from bot.config import TelemetrySettings
 from bot.errors import ModelError
 from bot.logs import add_log_ids, current_log_id, log_context
 from bot.messages import Message, ModelReply, Outcome
@@ -53,7 +53,7 @@ def capture_content(on: bool) -> None:
     _Content.captured = on
 
 
-def configure_tracing(settings: Settings) -> None:
+def configure_tracing(settings: TelemetrySettings) -> None:
     """Export spans over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (its ``/v1/traces``), in
     batches; the exporter reads the other ``OTEL_EXPORTER_OTLP_*`` variables (headers, time
     limit) from the environment itself. Unset: nothing is traced, and the SDK is not loaded."""

@@ -24,7 +24,7 @@ from bot.wiring import Services, build_services
 def ask(channel: str, user_id: str | None, approve: bool, text: tuple[str, ...]) -> int:
     """Run one turn of the agent in CHANNEL's session and print the answer."""
     settings = settings_for("OPENAI_API_KEY", log_level="WARNING")
-    prepare_database(settings)
+    prepare_database(settings.store)
     incoming = Incoming(channel, " ".join(text), user_id=user_id)
     return asyncio.run(_ask(settings, incoming, _decided(settings, approve)))
 
@@ -65,7 +65,7 @@ class AtPrompt(TurnObserver):
 
 def _decided(settings: Settings, approve: bool) -> TurnObserver:
     """Writes approved in advance (--approve), or declined with a reason the model reads."""
-    if not settings.WRITE_APPROVAL:
+    if not settings.slack.WRITE_APPROVAL:
         return UNOBSERVED
     return Decided(RUN if approve else Decision("decline", NOT_APPROVED))
 
@@ -89,7 +89,7 @@ async def _ask(settings: Settings, incoming: Incoming, observer: TurnObserver) -
 def chat(channel: str) -> int:
     """A terminal conversation with the agent (Ctrl-D or 'exit' to leave)."""
     settings = settings_for("OPENAI_API_KEY", log_level="WARNING")
-    prepare_database(settings)
+    prepare_database(settings.store)
     return asyncio.run(_chat(settings, channel))
 
 
@@ -108,7 +108,7 @@ async def _chat(settings, channel: str) -> int:  # type: ignore[no-untyped-def]
                 return 0
             if not text.strip():
                 continue
-            observer = AtPrompt() if settings.WRITE_APPROVAL else UNOBSERVED
+            observer = AtPrompt() if settings.slack.WRITE_APPROVAL else UNOBSERVED
             reply = await _turn(services, Incoming(channel, text), observer)
             click.echo(("bot> " if reply.ok else "bot (error)> ") + reply.text)
     finally:

@@ -177,11 +177,11 @@ def purge(days: int, yes: bool) -> None:
 
 def _with_sessions(work: Callable[[Sessions], Awaitable[T]]) -> T:
     """Migrate, then run ``work`` against the sessions of a store built for this command."""
-    settings = settings_for(log_level="WARNING")
-    prepare_database(settings, create=False)
+    database = settings_for(log_level="WARNING").store
+    prepare_database(database, create=False)
 
     async def run() -> T:
-        engines = create_engines(settings.DATABASE_URL)
+        engines = create_engines(database.DATABASE_URL)
         try:
             return await work(Sessions(HistoryStore(engines)))
         finally:

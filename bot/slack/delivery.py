@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from bot.agent.conversations import Conversations, Reply
 from bot.agent.observer import PAUSE, TurnObserver
-from bot.config import Settings
+from bot.config import SlackSettings
 from bot.messages import Decision, Outcome, ToolCall
 from bot.slack.cards import approval_card, continue_message, feedback_block
 from bot.slack.display import Display
@@ -84,11 +84,21 @@ def _feedback(reply: Reply) -> list | None:  # type: ignore[type-arg]
 
 
 class Delivery:
-    def __init__(self, conversations: Conversations, poster: Poster, settings: Settings):
+    def __init__(
+        self,
+        conversations: Conversations,
+        poster: Poster,
+        files: SlackFiles,
+        settings: SlackSettings,
+        *,
+        default_project: str | None,
+    ):
         self.conversations = conversations
         self.poster = poster
         self.settings = settings
-        self.files = SlackFiles(poster.client, settings)
+        self.files = files
+        #: JIRA_PROJECT, which an approval card names when the model named none
+        self.default_project = default_project
         #: each write's decision: with WRITE_APPROVAL the turn pauses for a person
         self.decision: Decision | None = PAUSE if settings.WRITE_APPROVAL else None
 
@@ -236,7 +246,7 @@ class Delivery:
 
     def card(self, turn: TurnState, decided: str | None = None) -> tuple[str, list]:  # type: ignore[type-arg]
         calls = self.conversations.pending_writes(turn)
-        describe, default = self.conversations.describe, self.settings.JIRA_PROJECT
+        describe, default = self.conversations.describe, self.default_project
         return approval_card(turn, calls, describe, default_project=default, decided=decided)
 
     async def close_card(self, turn: TurnState, decided: str) -> None:

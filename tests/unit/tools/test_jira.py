@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.config import Settings
+from bot.config import Settings, load_settings
 from bot.messages import ToolCall
 from bot.tools.base import ToolRegistry
 from bot.tools.jira import JiraTools, jira_tools
@@ -34,7 +34,7 @@ def make_settings(**values: Any) -> Settings:
         "TOOL_TIMEOUT_S": LIMIT,
     }
     base.update(values)
-    return Settings(_env_file=None, **base)  # type: ignore[call-arg]
+    return load_settings(_env_file=None, **base)
 
 
 def cloud_settings(fake: FakeJira, **values: Any) -> Settings:
@@ -42,8 +42,9 @@ def cloud_settings(fake: FakeJira, **values: Any) -> Settings:
 
 
 def registry_for(settings: Settings, *, timeout: float | None = None) -> ToolRegistry:
-    registry = ToolRegistry(default_timeout=settings.TOOL_TIMEOUT_S)
-    registry.add_object(JiraTools(settings, timeout=timeout))
+    limit = settings.limits.TOOL_TIMEOUT_S
+    registry = ToolRegistry(default_timeout=limit)
+    registry.add_object(JiraTools(settings.jira, limit, timeout=timeout))
     return registry
 
 
@@ -74,7 +75,7 @@ def closed_port_url() -> str:
 
 
 def test_without_jira_url_the_tools_are_not_offered() -> None:
-    assert jira_tools(make_settings()) is None
+    assert jira_tools(make_settings().jira, LIMIT) is None
 
 
 def test_tools_are_registered_with_descriptions(cloud: FakeJira) -> None:
@@ -94,7 +95,7 @@ def test_tools_are_registered_with_descriptions(cloud: FakeJira) -> None:
 
 def test_jira_down_at_start_up_does_not_prevent_construction() -> None:
     settings = make_settings(JIRA_URL=closed_port_url(), JIRA_PAT=PAT)
-    tools = jira_tools(settings)
+    tools = jira_tools(settings.jira, LIMIT)
     assert isinstance(tools, JiraTools)
     assert tools._client is None  # nothing was contacted
 
