@@ -87,7 +87,7 @@ class SettingChange:
 
 def checked(key: str, raw: object, allowed_projects: Sequence[str]) -> str:
     """The value to store for ``key``, from what an admin gave; BadChannelSetting naming
-    what is wrong. ``allowed_projects``: JIRA_PROJECTS."""
+    what is wrong. ``allowed_projects``: JIRA_ALLOWED_PROJECTS (or JIRA_PROJECT)."""
     if key not in KEYS:
         raise BadChannelSetting(f"unknown channel setting {key!r}: the keys are {', '.join(KEYS)}")
     if key in SWITCHES:
@@ -113,9 +113,10 @@ def checked(key: str, raw: object, allowed_projects: Sequence[str]) -> str:
     if key == "jira_project":
         project = raw.strip().upper()
         if project not in allowed_projects:
-            allowed = ", ".join(allowed_projects) or "none (JIRA_PROJECTS is empty)"
+            allowed = ", ".join(allowed_projects) or "none"
             raise BadChannelSetting(
-                f"jira_project {_shown(raw)} is not allowed by JIRA_PROJECTS (allowed: {allowed})"
+                f"jira_project {_shown(raw)} is not allowed by JIRA_ALLOWED_PROJECTS "
+                f"(allowed: {allowed})"
             )
         return project
     text = raw.strip()

@@ -39,7 +39,7 @@ class Channels:
         tool_names: Callable[[], Iterable[str]] = list,
     ) -> None:
         self.store = store
-        #: JIRA_PROJECTS: what ``jira_project`` may be
+        #: JIRA_ALLOWED_PROJECTS (or JIRA_PROJECT): what ``jira_project`` may be
         self.allowed_projects = list(allowed_projects)
         #: the tools known now (a ``tools`` pattern matching none of them is warned of)
         self.tool_names = tool_names
