@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from bot.messages import Message, SessionSummary, iso
@@ -70,14 +70,18 @@ def session_list(summaries: Iterable[SessionSummary]) -> list[dict[str, Any]]:
 
 
 def session_document(
-    channel_id: str, messages: Sequence[Message], turns: Sequence[TurnState]
+    channel_id: str,
+    messages: Sequence[Message],
+    turns: Sequence[TurnState],
+    channel_settings: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """``history show --json`` (and the admin API's session): the messages in order, then
-    the turns, oldest first."""
+    the turns, oldest first, then the channel's own settings as they are now."""
     return {
         "channel_id": channel_id,
         "messages": [message.to_dict() for message in messages],
         "turns": [turn_document(turn) for turn in turns],
+        "channel_settings": dict(channel_settings or {}),
     }
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bot.channels import NO_SETTINGS, ChannelSettings
 from bot.errors import ModelError
 from bot.messages import (
     Decision,
@@ -63,6 +64,8 @@ class TurnState:
     answer: str | None = None
     #: what people said of its answer (read for review)
     feedback: list[Feedback] = field(default_factory=list)
+    #: its channel's own settings, as read when the turn began or was loaded (never saved)
+    channel: ChannelSettings = field(default=NO_SETTINGS, repr=False)
     #: the store's: the position of the channel's newest stored message
     position: int | None = field(default=None, repr=False)
 

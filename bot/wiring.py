@@ -9,6 +9,7 @@ import openai
 
 from bot import telemetry
 from bot.agent.admin_logins import AdminLogins
+from bot.agent.channels import Channels
 from bot.agent.conversations import Conversations
 from bot.agent.limits import ModelSlots, PerPerson
 from bot.agent.loop import Loop
@@ -21,6 +22,7 @@ from bot.llm.base import ChatModel, ModelOptions
 from bot.llm.chat_completions import ChatCompletionsModel
 from bot.llm.responses import ResponsesModel
 from bot.store.admin_sessions import AdminSessionStore
+from bot.store.channels import ChannelSettingsStore
 from bot.store.crm import CrmStore
 from bot.store.db import Engines, create_engines
 from bot.store.history import HistoryStore
@@ -36,7 +38,8 @@ from bot.tools.mcp import mcp_servers
 @dataclass
 class Services:
     """What the shells use: turns (``conversations``), the channels' work (``jobs``), the
-    stored sessions (``sessions``) and, with ADMIN_TOKEN set, the admin pages' logins."""
+    stored sessions (``sessions``), each channel's own settings (``channels``) and, with
+    ADMIN_TOKEN set, the admin pages' logins."""
 
     settings: Settings
     engines: Engines
@@ -45,6 +48,7 @@ class Services:
     conversations: Conversations
     sessions: Sessions
     jobs: Jobs
+    channels: Channels
     admin_logins: AdminLogins | None = None
 
     def start(self) -> None:
@@ -97,6 +101,15 @@ def build_registry(settings: Settings, engines: Engines | None = None) -> ToolRe
     return registry
 
 
+def build_channels(
+    settings: Settings, engines: Engines, registry: ToolRegistry | None = None
+) -> Channels:
+    """Each channel's own settings; ``registry``: the tools a ``tools`` pattern is checked
+    against (none: every pattern is warned of as matching nothing)."""
+    names = registry.names if registry is not None else list
+    return Channels(ChannelSettingsStore(engines), settings.allowed_projects, names)
+
+
 def build_services(settings: Settings, *, model: ChatModel | None = None) -> Services:
     """Everything a shell needs, from the settings. ``model`` replaces the OpenAI one
     (benchmarks use an in-process model)."""
@@ -106,6 +119,7 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
     windows = Windows()
     history = HistoryStore(engines, windows)
     registry = build_registry(settings, engines)
+    channels = build_channels(settings, engines, registry)
     chat_model = model or build_model(settings)
     loop = Loop(
         model=chat_model,
@@ -122,6 +136,7 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         settings.store.HISTORY_TOKEN_BUDGET,
         approval_timeout=timedelta(seconds=limits.APPROVAL_TIMEOUT_S),
         per_person=PerPerson(limits.RATE_LIMIT_PER_USER),
+        channels=channels,
     )
     return Services(
         settings,
@@ -131,6 +146,7 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         conversations,
         Sessions(history),
         open_jobs(engines),
+        channels,
         AdminLogins(AdminSessionStore(engines), settings.web.ADMIN_TOKEN)
         if settings.web.ADMIN_TOKEN
         else None,

@@ -7,12 +7,14 @@ at a time."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
 from datetime import timedelta
 
 from bot import telemetry
+from bot.agent.channels import Channels
 from bot.agent.limits import PerPerson
 from bot.agent.loop import Loop
 from bot.agent.observer import UNOBSERVED, TurnObserver
@@ -82,6 +84,7 @@ class Conversations:
         token_budget: int,
         approval_timeout: timedelta = timedelta(days=1),
         per_person: PerPerson | None = None,
+        channels: Channels | None = None,
     ) -> None:
         self.turns = turns
         self.history = history
@@ -90,6 +93,8 @@ class Conversations:
         self.approval_timeout = approval_timeout
         #: new turns a person may have (None: no limit)
         self.per_person = per_person
+        #: each channel's own settings (None: every channel has the bot's)
+        self.channels = channels
 
     async def ask(
         self, incoming: Incoming, observer: TurnObserver = UNOBSERVED, *, resumed: bool = False
@@ -106,6 +111,7 @@ class Conversations:
                         incoming.channel_id, incoming.slack_ts, self.token_budget
                     )
                     if found is not None:
+                        await self._read_channel(found)
                         return await self._found_again(found, observer)
                 return await self._new(incoming, observer)
             except StoreError:
@@ -131,6 +137,7 @@ class Conversations:
                 if state is None:
                     return None
                 telemetry.turn_began(turn_id, state.channel_id)
+                await self._read_channel(state)
                 stopped = state.outcome
                 if resumed and stopped == Outcome.RUNNING:
                     return await self._go_on(state, observer)
@@ -199,7 +206,11 @@ class Conversations:
             api_mode=self.loop.model.api,
             messages=[user.with_(tokens=count_message(user))],
         )
-        await self.turns.begin(state, self.token_budget, INTERRUPTED_RESULT)
+        # the channel's settings are read beside the turn's first write, not after it
+        await asyncio.gather(
+            self.turns.begin(state, self.token_budget, INTERRUPTED_RESULT),
+            self._read_channel(state),
+        )
         telemetry.turn_began(state.id)
         # the files go to the model with this turn only (the stored question names them)
         state.messages[0] = state.messages[0].with_(attachments=incoming.attachments)
@@ -210,6 +221,11 @@ class Conversations:
             state.fail(refused)
             return await self._finish(state, observer, started)
         return await self._run(state, observer, started)
+
+    async def _read_channel(self, state: TurnState) -> None:
+        """The turn's channel's own settings, as they are now (one read)."""
+        if self.channels is not None:
+            state.channel = await self.channels.settings(state.channel_id)
 
     async def _found_again(self, found: TurnState, observer: TurnObserver) -> Reply:
         """The turn of a message taken on again: it goes on if it was cut short, else its

@@ -45,6 +45,14 @@ CAPPED_NOTE = (
 )
 NOT_APPROVED = "Not done: the action was not approved."
 TOO_LONG = "The answer took too long, so I stopped. Please try again."
+NOT_IN_CHANNEL = (
+    "Not done: the tool '{}' is not available in this channel (its admins changed the "
+    "channel's tools)."
+)
+#: a channel's own instructions go below the bot's system prompt, whose rules still hold
+CHANNEL_INSTRUCTIONS = (
+    "Instructions for this channel, from its admins (the rules above still hold):\n{}"
+)
 
 
 @dataclass
@@ -118,7 +126,8 @@ class Loop:
         return state
 
     async def _rounds(self, conversation: Conversation, turn: _Turn) -> None:
-        state, specs = turn.state, self.registry.specs()
+        state = turn.state
+        specs = [spec for spec in self.registry.specs() if state.channel.offers(spec.name)]
         while True:
             capped = state.rounds - state.round_base >= self.max_rounds
             reply = await self._ask(conversation, [] if capped else specs, turn, capped)
@@ -126,7 +135,7 @@ class Loop:
             if not reply.tool_calls or capped:
                 self._finish(reply, conversation, state, capped)
                 return
-            calls = tuple(self._marked(call) for call in reply.tool_calls)
+            calls = tuple(self._marked(call, state) for call in reply.tool_calls)
             assistant = _counted(Message.assistant(reply.content, calls, reply.replay))
             decisions = await self._decide(calls, turn)
             if any(d.action == "pause" for d in decisions.values()):
@@ -134,8 +143,10 @@ class Loop:
                 return
             await self._run_calls(assistant, conversation, turn, decisions)
 
-    def _marked(self, call: ToolCall) -> ToolCall:
-        """A writing call gets its idempotency marker before anything is stored."""
+    def _marked(self, call: ToolCall, state: TurnState) -> ToolCall:
+        """A writing call gets its idempotency marker before anything is stored, and the
+        arguments it leaves out that its channel's settings give (a Jira project)."""
+        call = self.registry.with_defaults(call, state.channel.argument_defaults())
         if call.marker is None and self.registry.writes(call.name):
             return dataclasses.replace(call, marker=f"bot-{secrets.token_hex(5)}")
         return call
@@ -143,7 +154,8 @@ class Loop:
     async def _decide(self, calls: Sequence[ToolCall], turn: _Turn) -> dict[str, Decision]:
         decisions = {}
         for call in calls:
-            writes = self.registry.writes(call.name)
+            # a tool the channel does not offer is refused when it runs, never asked about
+            writes = self.registry.writes(call.name) and turn.state.channel.offers(call.name)
             decisions[call.id] = await turn.observer.decide(turn.state, call) if writes else RUN
         return decisions
 
@@ -164,6 +176,9 @@ class Loop:
         # at the cap, the forced answer should say what was done and what is left: the
         # bot's instruction goes with the system message, never as the person's words
         system = self.system
+        instructions = turn.state.channel.instructions
+        if instructions:
+            system = f"{system}\n\n{CHANNEL_INSTRUCTIONS.format(instructions)}"
         if capped:
             system = f"{system}\n\n{CAPPED_NOTE.format(turn.state.rounds)}"
         started = time.perf_counter()
@@ -207,6 +222,8 @@ class Loop:
             decision = decisions.get(call.id, RUN)
             if decision.action != "run":
                 return ToolResult.error(decision.reason or NOT_APPROVED)
+            if not state.channel.offers(call.name):  # taken away while the turn waited
+                return ToolResult.error(NOT_IN_CHANNEL.format(call.name))
             if recovering and self.registry.writes(call.name):
                 return await self.registry.recover(call)
             return await self.registry.run(call)

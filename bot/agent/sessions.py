@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.documents import ExportFormat, export_lines, export_turn_lines, session_document
 from bot.messages import Message, SessionSummary
+from bot.store.channels import ChannelSettingsStore
 from bot.store.feedback import FeedbackStore
 from bot.store.history import HistoryStore
 from bot.turn import TurnState
@@ -21,6 +22,7 @@ class Sessions:
     def __init__(self, history: HistoryStore) -> None:
         self._history = history
         self._feedback = FeedbackStore(history.engines)
+        self._channels = ChannelSettingsStore(history.engines)
 
     async def summaries(self) -> list[SessionSummary]:
         """Every session, most recently active first."""
@@ -38,9 +40,10 @@ class Sessions:
         return await self._history.messages(channel_id), await self._history.turns(channel_id)
 
     async def document(self, channel_id: str) -> dict[str, Any]:
-        """The ``history show --json`` document."""
+        """The ``history show --json`` document (the channel's own settings included)."""
         messages, turns = await self.read(channel_id)
-        return session_document(channel_id, messages, turns)
+        settings = await self._channels.get(channel_id)
+        return session_document(channel_id, messages, turns, settings)
 
     def export(self, channel_id: str | None, export_format: ExportFormat) -> AsyncIterator[str]:
         """Every stored message (of one channel, or all) as export lines, streamed."""

@@ -15,6 +15,7 @@ from bot.errors import AccessRevoked, BotError, SettingsError
 #: pay for the model client or Slack
 COMMANDS = {
     "ask": "bot.cli.agent:ask",
+    "channels": "bot.cli.channels:channels",
     "chat": "bot.cli.agent:chat",
     "crm": "bot.cli.crm:crm",
     "db": "bot.cli.db:db",

@@ -14,13 +14,13 @@ import sys
 import unicodedata
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import click
 
 from bot.agent.sessions import Sessions
 from bot.cli.common import prepare_database, settings_for
-from bot.documents import EXPORT_FORMATS, ExportFormat, pretty_json, session_document, session_list
+from bot.documents import EXPORT_FORMATS, ExportFormat, pretty_json, session_list
 from bot.errors import BotError
 from bot.messages import NEGATIVE, POSITIVE, Message, utcnow
 from bot.store.db import create_engines
@@ -71,14 +71,18 @@ def list_sessions(as_json: bool) -> None:
 def show(channel: str, as_json: bool) -> None:
     """One session's messages in order, tool calls and results included, then its turns."""
 
+    async def document(sessions: Sessions) -> dict[str, Any]:
+        await _require_channel(sessions, channel)
+        return await sessions.document(channel)
+
     async def read(sessions: Sessions) -> tuple[list[Message], list[TurnState]]:
         await _require_channel(sessions, channel)
         return await sessions.read(channel)
 
-    messages, turns = _with_sessions(read)
     if as_json:
-        _print_json(session_document(channel, messages, turns))
+        _print_json(_with_sessions(document))
         return
+    messages, turns = _with_sessions(read)
     click.echo(f"Session {_safe(channel)}: {len(messages)} messages, {len(turns)} turns")
     for message in messages:
         click.echo()

@@ -1,4 +1,5 @@
-"""``bot tools``: every tool the model would be offered, MCP servers' included."""
+"""``bot tools``: every tool the model would be offered, MCP servers' included (``--channel``:
+in that channel, as its own settings say)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import json
 
 import click
 
-from bot.cli.common import settings_for
+from bot.channels import NO_SETTINGS, ChannelSettings
+from bot.cli.common import prepare_database, settings_for
 from bot.config import Settings
-from bot.wiring import build_registry
+from bot.store.db import create_engines
+from bot.wiring import build_channels, build_registry
 
 #: characters of a tool's description shown in the table
 DESCRIPTION_WIDTH = 72
@@ -25,17 +28,21 @@ DESCRIPTION_WIDTH = 72
     help="Seconds to wait for the MCP servers to connect.",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per tool instead.")
-def tools(wait_s: float, as_json: bool) -> int:
+@click.option("--channel", help="Only the tools offered in this channel (its own settings).")
+def tools(wait_s: float, as_json: bool, channel: str | None) -> int:
     """List the tools the model is offered: name, source, reads or writes, what it does.
     Connects to the MCP servers of MCP_CONFIG to list theirs; exit status 1 names each
     server that could not be reached."""
     settings = settings_for(log_level="WARNING")
-    return asyncio.run(_list(settings, wait_s, as_json))
+    if channel is not None:
+        prepare_database(settings)
+    return asyncio.run(_list(settings, wait_s, as_json, channel))
 
 
-async def _list(settings: Settings, wait_s: float, as_json: bool) -> int:
+async def _list(settings: Settings, wait_s: float, as_json: bool, channel: str | None) -> int:
     registry = build_registry(settings)
     try:
+        offered = await _channel_settings(settings, channel)
         unreachable = await registry.ready(wait_s)
         rows = [
             {
@@ -45,6 +52,7 @@ async def _list(settings: Settings, wait_s: float, as_json: bool) -> int:
                 "description": tool.description,
             }
             for tool in registry.tools()
+            if offered.offers(tool.name)
         ]
     finally:
         await registry.close()
@@ -56,6 +64,17 @@ async def _list(settings: Settings, wait_s: float, as_json: bool) -> int:
     for line in unreachable:
         click.echo(f"error: MCP server {line}", err=True)
     return 1 if unreachable else 0
+
+
+async def _channel_settings(settings: Settings, channel: str | None) -> ChannelSettings:
+    """What ``channel`` is offered (None: every tool)."""
+    if channel is None:
+        return NO_SETTINGS
+    engines = create_engines(settings.DATABASE_URL)
+    try:
+        return await build_channels(settings, engines).settings(channel)
+    finally:
+        await engines.dispose()
 
 
 def _table(rows: list[dict[str, object]]) -> None:

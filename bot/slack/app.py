@@ -4,7 +4,8 @@ Bolt's own (signature, authorization, the bot's own events, url_verification):
 1. ``Revocations``: ``tokens_revoked`` / ``app_uninstalled`` stop every Web API call
    (bot.slack.workspace).
 2. ``IgnoreUnwanted``: bots, ignored subtypes and channel messages that do not mention the
-   bot are acknowledged and dropped, never stored; a question, a deletion or edit, a
+   bot (unless the channel's ``answer_all`` is on: then a person's top-level message is a
+   question) are acknowledged and dropped, never stored; a question, a deletion or edit, a
    channel deleted, or a press of one of the bot's buttons becomes a job (people of another
    workspace marked as such). Slack's ``app_rate_limited`` notice is
    acknowledged and logged as an error.
@@ -45,14 +46,17 @@ from bot.jobs.runner import Jobs
 from bot.logs import log_context
 from bot.slack import listeners
 from bot.slack.cards import PRESSES
-from bot.slack.events import Question, is_ignored, press_from, understood
+from bot.slack.events import Question, is_ignored, question_from, understood, unmentioned
 from bot.slack.poster import NoDoublePostRetryHandler
+from bot.slack.presses import press_from
 from bot.slack.worker import Worker
 from bot.slack.workspace import Revocations, WorkspaceClient
 
 log = logging.getLogger(__name__)
 
 Next = Callable[[], Awaitable[BoltResponse]]
+#: whether a channel answers every top-level message (bot.agent.channels)
+AnswersAll = Callable[[str], Awaitable[bool]]
 _TYPE_NAME = re.compile(r"^[a-z_]{1,40}$")
 
 
@@ -88,8 +92,10 @@ def build_slack_app(
     identity: AuthorizeResult,
     worker: Worker,
     jobs: Jobs,
+    answers_all: AnswersAll | None = None,
 ) -> AsyncApp:
-    """The Bolt app. ``identity`` is the bot's auth.test, taken once at start-up."""
+    """The Bolt app. ``identity`` is the bot's auth.test, taken once at start-up;
+    ``answers_all`` tells a channel that answers every message (None: none does)."""
 
     async def authorize() -> AuthorizeResult:
         return identity
@@ -125,7 +131,7 @@ def build_slack_app(
     )
     app.error(acknowledge_unhandled)
     app.use(Revocations(client))
-    app.use(IgnoreUnwanted(identity.team_id))
+    app.use(IgnoreUnwanted(identity.team_id, answers_all))
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
@@ -155,8 +161,10 @@ class IgnoreUnwanted(AsyncMiddleware):
     """Acknowledge and drop what the bot never acts on; make a job of what it does.
     ``home_team``: the bot's workspace (people of another one are told apart)."""
 
-    def __init__(self, home_team: str | None) -> None:
+    def __init__(self, home_team: str | None, answers_all: AnswersAll | None = None) -> None:
         self.home_team = home_team
+        #: whether a channel answers every top-level message (its ``answer_all``)
+        self.answers_all = answers_all
 
     async def async_process(
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
@@ -179,6 +187,13 @@ class IgnoreUnwanted(AsyncMiddleware):
             return await next()
         home_team = self.home_team or body.get("team_id")
         found = understood(event, context.bot_user_id, home_team, body.get("event_time"))
+        if found is None and self.answers_all and unmentioned(event, context.bot_user_id):
+            try:  # one read by the channel's key, for such messages only
+                if await self.answers_all(str(event.get("channel"))):
+                    found = question_from(event, context.bot_user_id, home_team, answer_all=True)
+            except StoreError as exc:
+                log.warning("could not read the settings of a channel (%s): answering 503", exc)
+                return BoltResponse(status=503, body="")
         if is_ignored(event, found):
             return BoltResponse(status=200, body="")
         context["question"] = found if isinstance(found, Question) else None

@@ -19,7 +19,8 @@ from bot.agent.observer import RUN
 from bot.messages import Decision, Outcome
 from bot.slack.cards import APPROVE, CONTINUE, DECLINE
 from bot.slack.delivery import EXPIRED, Delivery
-from bot.slack.events import Press, Thread
+from bot.slack.events import Thread
+from bot.slack.presses import Press
 from bot.slack.stream import Recipient
 
 log = logging.getLogger(__name__)

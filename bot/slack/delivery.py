@@ -38,16 +38,24 @@ log = logging.getLogger(__name__)
 
 
 class InThread(TurnObserver):
-    """A turn watched from its thread: its steps and text go to ``display``; each write is
-    decided by ``decision`` (None: it runs)."""
+    """A turn watched from its thread: its steps and text go to ``display``. Each write
+    pauses for a person when approval is on (the channel's ``write_approval``, else
+    ``approval``: WRITE_APPROVAL), and is declined for someone of another workspace
+    (``external``)."""
 
-    def __init__(self, display: Display, decision: Decision | None) -> None:
+    def __init__(self, display: Display, *, approval: bool, external: bool = False) -> None:
         self.display = display
-        self.decision = decision
+        self.approval = approval
+        self.external = external
         self.streams_text = display.streams_text
 
     async def decide(self, state: TurnState, call: ToolCall) -> Decision:
-        return self.decision or await super().decide(state, call)
+        if self.external:
+            return _REFUSE_A_GUEST
+        approval = state.channel.write_approval
+        if approval if approval is not None else self.approval:
+            return PAUSE
+        return await super().decide(state, call)
 
     async def on_tools_start(self, state: TurnState, calls: Sequence[ToolCall]) -> None:
         await self.display.steps(calls)
@@ -99,13 +107,6 @@ class Delivery:
         self.files = files
         #: JIRA_PROJECT, which an approval card names when the model named none
         self.default_project = default_project
-        #: each write's decision: with WRITE_APPROVAL the turn pauses for a person
-        self.decision: Decision | None = PAUSE if settings.WRITE_APPROVAL else None
-
-    def decision_for(self, external: bool) -> Decision | None:
-        """What each write of a turn gets: someone of another workspace gets none run,
-        whatever WRITE_APPROVAL says (None: it runs)."""
-        return _REFUSE_A_GUEST if external else self.decision
 
     async def working(self, question: Question) -> None:
         await self.poster.add_reaction(question)
@@ -176,7 +177,8 @@ class Delivery:
         await display.start()
         reply = None
         try:
-            reply = await work(InThread(display, self.decision_for(external)))
+            observer = InThread(display, approval=self.settings.WRITE_APPROVAL, external=external)
+            reply = await work(observer)
         finally:
             try:
                 answered = reply is not None and reply.ok and reply.outcome not in _NO_ANSWER

@@ -16,8 +16,7 @@ from typing import Any
 
 from bot.agent.conversations import Incoming
 from bot.jobs import Job
-from bot.messages import NEGATIVE, POSITIVE, Attachment, with_references
-from bot.slack.cards import FEEDBACK
+from bot.messages import Attachment, with_references
 
 #: a person's message with an attachment still asks something; other subtypes never do
 ANSWERED_SUBTYPES = frozenset({None, "file_share"})
@@ -27,8 +26,6 @@ QUESTION, CHANGE, PRESS = "question", "change", "press"
 CHANNEL_DELETIONS = frozenset({"channel_deleted", "group_deleted"})
 #: files read of one message (Slack attaches at most 10)
 MAX_FILES = 10
-#: a turn id fits a BIGINT
-TURN_ID_DIGITS = 18
 #: a Slack timestamp (seconds.microseconds)
 TS = re.compile(r"^[0-9]{1,12}\.[0-9]{1,9}$")
 
@@ -102,10 +99,15 @@ class Question:
 
 
 def question_from(
-    event: dict[str, Any], bot_user_id: str | None, home_team: str | None = None
+    event: dict[str, Any],
+    bot_user_id: str | None,
+    home_team: str | None = None,
+    *,
+    answer_all: bool = False,
 ) -> Question | None:
     """The question in an ``app_mention`` or ``message`` event, or None when it is ignored.
-    ``home_team``: the workspace the bot is installed in (its askers are not external)."""
+    ``home_team``: the workspace the bot is installed in (its askers are not external).
+    ``answer_all``: the channel's setting: a top-level message there needs no mention."""
     kind = event.get("type")
     if kind not in ("app_mention", "message") or _from_a_bot(event, bot_user_id):
         return None
@@ -116,7 +118,7 @@ def question_from(
     if not (channel and ts and user and isinstance(text, str)):
         return None
     in_dm = kind == "message" and event.get("channel_type") == "im"
-    if not in_dm and not mentions(text, bot_user_id):
+    if not (in_dm or mentions(text, bot_user_id) or (answer_all and _top_level(event))):
         return None
     incoming = Incoming(channel, strip_mention(text, bot_user_id), user, ts)
     # in a channel the answer always goes in a thread; in a DM only when asked in one
@@ -135,6 +137,25 @@ def question_from(
         team_id=team or home_team,
         files=file_refs(event.get("files")),
     )
+
+
+def unmentioned(event: dict[str, Any], bot_user_id: str | None) -> bool:
+    """A person's top-level message in a channel that does not mention the bot: a question
+    only where the channel answers every message (``answer_all``)."""
+    text = event.get("text")
+    return (
+        event.get("type") == "message"
+        and event.get("channel_type") != "im"
+        and event.get("subtype") in ANSWERED_SUBTYPES
+        and not _from_a_bot(event, bot_user_id)
+        and _top_level(event)
+        and not (isinstance(text, str) and mentions(text, bot_user_id))
+    )
+
+
+def _top_level(event: dict[str, Any]) -> bool:
+    thread_ts = event.get("thread_ts")
+    return thread_ts is None or thread_ts == event.get("ts")
 
 
 def file_refs(files: Any) -> tuple[dict[str, Any], ...]:
@@ -273,78 +294,9 @@ def change_of(payload: dict[str, Any]) -> Deletion | Edit | ChannelGone:
     return Deletion(**payload) if "ts" in payload else ChannelGone(**payload)
 
 
-@dataclass(frozen=True)
-class Press:
-    """A button of the bot's pressed: ``action`` on turn ``turn_id`` by ``user`` at
-    ``action_ts``, in ``channel`` (in thread ``thread_ts``, if the press says so);
-    ``verdict`` is a feedback button's (positive or negative). Where the press says the
-    button was (its message) is not kept: only the card recorded for the turn is ever
-    edited."""
-
-    action: str
-    turn_id: int
-    user: str
-    channel: str
-    action_ts: str
-    #: pressed by someone of another workspace (a shared channel)
-    external: bool = False
-    verdict: str | None = None
-    thread_ts: str | None = None
-    #: the presser's team (the stream of the answer that follows is for the asker there)
-    team_id: str | None = None
-
-    def job(self) -> Job:
-        return Job(self.channel, self.action_ts, PRESS, dataclasses.asdict(self))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Press:
-        return cls(**data)
-
-
-def press_from(
-    body: dict[str, Any], action_ids: frozenset[str], home_team: str | None = None
-) -> Press | None:
-    """The press in a ``block_actions`` request of one of ``action_ids``, or None when a
-    field is missing or not what Slack sends (the caller logs it). ``home_team``: the
-    workspace the bot is installed in."""
-    actions, container, user = body.get("actions"), body.get("container"), body.get("user")
-    if not (isinstance(actions, list) and actions and isinstance(actions[0], dict)):
-        return None
-    if not (isinstance(container, dict) and isinstance(user, dict)):
-        return None
-    action = actions[0]
-    action_id, value, action_ts = (
-        action.get("action_id"),
-        action.get("value"),
-        action.get("action_ts"),
-    )
-    user_id, channel = user.get("id"), container.get("channel_id")
-    thread_ts = container.get("thread_ts")
-    if action_id not in action_ids or not all(
-        isinstance(x, str) and x for x in (value, action_ts, user_id, channel)
-    ):
-        return None
-    if not (_ts(action_ts) and (thread_ts is None or _ts(thread_ts))):
-        return None
-    verdict, _, turn_id = value.rpartition(":") if action_id == FEEDBACK else ("", "", value)
-    if action_id == FEEDBACK and verdict not in (POSITIVE, NEGATIVE):
-        return None
-    if not (turn_id.isascii() and turn_id.isdigit() and len(turn_id) <= TURN_ID_DIGITS):
-        return None
-    team = user.get("team_id") or (body.get("team") or {}).get("id")
-    team_id = team if isinstance(team, str) and team else None
-    external = is_external(user.get("team_id"), home_team)
-    extra = (external, verdict or None, thread_ts, team_id)
-    return Press(action_id, int(turn_id), user_id, channel, action_ts, *extra)
-
-
 def _reference(ref: dict[str, Any]) -> Attachment:
     """A file as the history refers to it (what ``file_refs`` kept), without its bytes."""
     return Attachment(ref["id"], ref["name"], ref["mimetype"], ref["size"] or 0)
-
-
-def _ts(value: Any) -> bool:
-    return isinstance(value, str) and TS.fullmatch(value) is not None
 
 
 def is_external(team: object, home_team: str | None) -> bool:

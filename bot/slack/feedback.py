@@ -10,8 +10,9 @@ import logging
 from bot.agent.sessions import Sessions
 from bot.errors import StoreError
 from bot.messages import POSITIVE
-from bot.slack.events import Press, Thread
+from bot.slack.events import Thread
 from bot.slack.poster import Poster
+from bot.slack.presses import Press
 
 log = logging.getLogger(__name__)
 

@@ -107,6 +107,7 @@ class SlackRuntime:
             identity=identity,
             worker=self.worker,
             jobs=jobs,
+            answers_all=self.services.channels.answers_all,
         )
         if self.socket_mode:
             # Bolt's default ping is every 10 s: a connection that stopped answering would be

@@ -34,12 +34,12 @@ from bot.slack.events import (
     ChannelGone,
     Deletion,
     Edit,
-    Press,
     Question,
     change_of,
 )
 from bot.slack.feedback import give_feedback
 from bot.slack.poster import Poster
+from bot.slack.presses import Press
 
 log = logging.getLogger(__name__)
 

@@ -110,6 +110,32 @@ class ChannelRow(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
+class ChannelSettingsRow(Base):
+    """A channel's own settings (bot.channels), as their admins set them: key -> text."""
+
+    __tablename__ = "channel_settings"
+
+    channel_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    settings: Mapped[dict[str, str]] = mapped_column(JSON, default=dict)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ChannelSettingChangeRow(Base):
+    """One change of a channel's setting: the key, its new value (null: unset), who
+    (``cli`` or ``admin``) and when."""
+
+    __tablename__ = "channel_setting_changes"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    channel_id: Mapped[str] = mapped_column(String(64))
+    key: Mapped[str] = mapped_column(String(32))
+    value: Mapped[str | None] = mapped_column(Text)
+    by: Mapped[str] = mapped_column(String(16))
+    at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_channel_setting_changes_channel", "channel_id", "id"),)
+
+
 class InboxRow(Base):
     """A job of a channel (a Slack message to answer, an edit or deletion to follow, a
     button pressed), keyed by (channel, key): a second delivery meets the first here. Owned

@@ -15,12 +15,13 @@ running the call again, so a write is never sent twice.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import inspect
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -49,6 +50,7 @@ class _ToolOptions:
     timeout: float | None
     progress: str | None = None
     lookup: str | Callable[..., Any] | None = None
+    defaults: Mapping[str, str] | None = None
 
 
 NOT_REPEATED = (
@@ -65,6 +67,7 @@ def tool(
     timeout: float | None = None,
     progress: str | None = None,
     lookup: str | Callable[..., Any] | None = None,
+    defaults: Mapping[str, str] | None = None,
 ) -> Any:
     """Mark a function or method as a tool. ``writes=True`` declares a tool that changes
     something outside the bot (it may need a person's approval). ``progress`` says what a
@@ -74,7 +77,8 @@ def tool(
     call's result, or raises ToolError saying what it found (see ``recover``)."""
 
     def mark(func: Callable[..., Any]) -> Callable[..., Any]:
-        setattr(func, _TOOL_MARK, _ToolOptions(name, writes, timeout, progress, lookup))
+        options = _ToolOptions(name, writes, timeout, progress, lookup, defaults)
+        setattr(func, _TOOL_MARK, options)
         return func
 
     return mark(fn) if fn is not None else mark
@@ -103,6 +107,8 @@ class Tool:
     lookup: Callable[..., Any] | None = None
     #: where it comes from, for people: "built in", "Jira", "CRM", an MCP server's name
     source: str = BUILT_IN
+    #: argument -> the channel setting that fills it when a call leaves it out
+    defaults: Mapping[str, str] | None = None
 
     @property
     def takes_marker(self) -> bool:
@@ -165,6 +171,7 @@ class ToolRegistry:
             progress=options.progress,
             lookup=lookup,
             source=source,
+            defaults=options.defaults,
         )
         self._tools[tool_name] = entry
         return entry
@@ -273,6 +280,29 @@ class ToolRegistry:
     def writes(self, name: str) -> bool:
         entry = self._tools.get(name)
         return bool(entry and entry.writes)
+
+    def with_defaults(self, call: ToolCall, settings: Mapping[str, str]) -> ToolCall:
+        """``call`` with the arguments it leaves out that its tool takes from ``settings``
+        (a channel's: see ``tool(defaults=)``); as it is when there are none to add."""
+        entry = self._tools.get(call.name)
+        if entry is None or not entry.defaults or not settings:
+            return call
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except json.JSONDecodeError:
+            return call
+        if not isinstance(arguments, dict):
+            return call
+        added = {
+            argument: settings[setting]
+            for argument, setting in entry.defaults.items()
+            if arguments.get(argument) in (None, "") and settings.get(setting)
+        }
+        if not added:
+            return call
+        return dataclasses.replace(
+            call, arguments=json.dumps({**arguments, **added}, ensure_ascii=False)
+        )
 
     def describe(self, call: ToolCall) -> str:
         """What ``call`` is doing, in words for the person waiting ("Looking up TASK-1

@@ -11,13 +11,16 @@ token counts against its address (bot.web.throttle).
 
 from __future__ import annotations
 
+import functools
 import hmac
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from itsdangerous import BadData, URLSafeTimedSerializer
 from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bot.agent.admin_logins import AdminLogins
@@ -141,3 +144,71 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+class Site(Protocol):
+    """What the guards below need of the admin site."""
+
+    auth: Auth
+
+    def login_form(self, request: Request, next_path: str, status_code: int) -> Response: ...
+
+    def message(
+        self, request: Request, admin: Admin | None, text: str, status_code: int
+    ) -> Response: ...
+
+
+Handler = Callable[[Any, Request, Admin], Awaitable[Response]]
+Guarded = Callable[[Any, Request], Awaitable[Response]]
+EXPIRED_FORM = "This form has expired or did not come from this site. Reload and try again."
+
+
+def page(handler: Handler) -> Guarded:
+    """Pages and downloads: anyone not logged in gets the login form, with 401."""
+
+    @functools.wraps(handler)
+    async def guarded(site: Site, request: Request) -> Response:
+        admin = await site.auth.identify(request)
+        if admin is None:
+            query = request.url.query
+            here = request.url.path + (f"?{query}" if query else "")
+            return site.login_form(request, next_path=here, status_code=401)
+        return await handler(site, request, admin)
+
+    return guarded
+
+
+def form_post(handler: Handler) -> Guarded:
+    """State changes: a logged-in admin, and the session's CSRF token in the form."""
+
+    @functools.wraps(handler)
+    async def guarded(site: Site, request: Request) -> Response:
+        admin = await site.auth.identify(request)
+        if admin is None:
+            return site.message(request, None, "Log in first.", status_code=401)
+        form = await request.form()
+        if not admin.sent_csrf(form.get("csrf")):
+            return site.message(request, admin, EXPIRED_FORM, status_code=403)
+        return await handler(site, request, admin)
+
+    return guarded
+
+
+def api(handler: Handler) -> Guarded:
+    """The JSON API: a Bearer token or a logged-in browser; a browser's change (any method
+    but GET) must carry its session's CSRF token in ``X-CSRF-Token``."""
+
+    @functools.wraps(handler)
+    async def guarded(site: Site, request: Request) -> Response:
+        admin = await site.auth.identify(request)
+        if admin is None:
+            return JSONResponse(
+                {"error": "unauthorized: send Authorization: Bearer <ADMIN_TOKEN>"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if request.method != "GET" and not admin.sent_csrf(request.headers.get("x-csrf-token")):
+            return JSONResponse({"error": "missing or wrong X-CSRF-Token"}, status_code=403)
+        return await handler(site, request, admin)
+
+    return guarded

@@ -1,14 +1,14 @@
 """The admin pages and JSON API, mounted at ``/admin`` when ADMIN_TOKEN is set.
 
 Who may enter is bot.web.access's business. Stored text is rendered only through Jinja2's
-autoescape, and the pages run no script at all.
+autoescape, and an answer through Markdown with raw HTML off; the pages run no script at all.
+The channels' own settings are bot.web.channels'.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +16,8 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import jinja2
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -25,11 +27,23 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from bot.agent.admin_logins import AdminLogins
+from bot.agent.channels import Channels
 from bot.agent.sessions import Sessions
+from bot.channels import KEYS
 from bot.documents import EXPORT_FORMATS, pretty_json, session_list
 from bot.errors import StoreError
 from bot.messages import SessionSummary, iso
-from bot.web.access import Admin, Auth, SecurityHeaders, mount_root, safe_next
+from bot.web.access import (
+    Admin,
+    Auth,
+    SecurityHeaders,
+    api,
+    form_post,
+    mount_root,
+    page,
+    safe_next,
+)
+from bot.web.channels import ChannelPages
 from bot.web.throttle import LoginThrottle, Throttled
 from bot.web.transcript import PROBLEM_OUTCOMES, Section, disliked, transcript
 
@@ -39,13 +53,16 @@ _HERE = Path(__file__).parent
 
 
 def admin_app(
-    sessions: Sessions, logins: AdminLogins | None, throttle: LoginThrottle | None = None
+    sessions: Sessions,
+    logins: AdminLogins | None,
+    throttle: LoginThrottle | None = None,
+    channels: Channels | None = None,
 ) -> Starlette | None:
     """The admin app, or None when ADMIN_TOKEN is unset, ``logins`` None (then /admin stays
-    unmounted: 404)."""
+    unmounted: 404). With ``channels``, the channels' own settings are shown and edited."""
     if logins is None:
         return None
-    site = AdminSite(sessions, Auth(logins, throttle or LoginThrottle()))
+    site = AdminSite(sessions, Auth(logins, throttle or LoginThrottle()), channels)
     routes = [
         Route("/", site.sessions_page),
         Route("/login", site.login_page, methods=["GET"]),
@@ -59,6 +76,15 @@ def admin_app(
         Route("/api/sessions/{channel}", site.api_session),
         Mount("/static", StaticFiles(directory=_HERE / "static"), name="static"),
     ]
+    if channels is not None:
+        pages = ChannelPages(site, channels)
+        routes += [
+            Route("/channels", pages.list_page),
+            Route("/channels/{channel}", pages.channel_page, methods=["GET"]),
+            Route("/channels/{channel}", pages.change, methods=["POST"]),
+            Route("/api/channels", pages.api_list),
+            Route("/api/channels/{channel}", pages.api_channel, methods=["GET", "PUT"]),
+        ]
     return Starlette(
         routes=routes,
         middleware=[Middleware(SecurityHeaders)],
@@ -66,66 +92,25 @@ def admin_app(
     )
 
 
-Handler = Callable[["AdminSite", Request, Admin], Awaitable[Response]]
-
-
-def _page(handler: Handler) -> Callable[[AdminSite, Request], Awaitable[Response]]:
-    """Pages and downloads: anyone not logged in gets the login form, with 401."""
-
-    @functools.wraps(handler)
-    async def guarded(site: AdminSite, request: Request) -> Response:
-        admin = await site.auth.identify(request)
-        if admin is None:
-            return site.login_form(request, next_path=_here(request), status_code=401)
-        return await handler(site, request, admin)
-
-    return guarded
-
-
-def _form_post(handler: Handler) -> Callable[[AdminSite, Request], Awaitable[Response]]:
-    """State changes: a logged-in admin, and the session's CSRF token in the form."""
-
-    @functools.wraps(handler)
-    async def guarded(site: AdminSite, request: Request) -> Response:
-        admin = await site.auth.identify(request)
-        if admin is None:
-            return site.message(request, None, "Log in first.", status_code=401)
-        form = await request.form()
-        if not admin.sent_csrf(form.get("csrf")):
-            text = "This form has expired or did not come from this site. Reload and try again."
-            return site.message(request, admin, text, status_code=403)
-        return await handler(site, request, admin)
-
-    return guarded
-
-
-def _api(handler: Handler) -> Callable[[AdminSite, Request], Awaitable[Response]]:
-    @functools.wraps(handler)
-    async def guarded(site: AdminSite, request: Request) -> Response:
-        admin = await site.auth.identify(request)
-        if admin is None:
-            return JSONResponse(
-                {"error": "unauthorized: send Authorization: Bearer <ADMIN_TOKEN>"},
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        return await handler(site, request, admin)
-
-    return guarded
-
-
 # -- the pages ----------------------------------------------------------------------------
 
 
 class AdminSite:
-    def __init__(self, sessions: Sessions, auth: Auth) -> None:
+    def __init__(self, sessions: Sessions, auth: Auth, channels: Channels | None = None) -> None:
         self.sessions = sessions
         self.auth = auth
+        self.channels = channels
 
     def render(
         self, request: Request, admin: Admin | None, template: str, status_code: int = 200, **ctx
     ) -> Response:
-        context = {"root": mount_root(request), "admin": admin, "csrf": admin and admin.csrf, **ctx}
+        context = {
+            "root": mount_root(request),
+            "admin": admin,
+            "csrf": admin and admin.csrf,
+            "has_channels": self.channels is not None,
+            **ctx,
+        }
         return _templates.TemplateResponse(request, template, context, status_code=status_code)
 
     def message(
@@ -179,13 +164,13 @@ class AdminSite:
         await self.auth.start_session(request, response)
         return response
 
-    @_form_post
+    @form_post
     async def logout(self, request: Request, admin: Admin) -> Response:
         response = RedirectResponse(mount_root(request) + "/login", status_code=303)
         await self.auth.end_session(request, admin, response)
         return response
 
-    @_page
+    @page
     async def sessions_page(self, request: Request, admin: Admin) -> Response:
         query = request.query_params
         search = query.get("q", "").strip()[:SEARCH_MAX_CHARS]
@@ -224,7 +209,7 @@ class AdminSite:
             or needle in (s.name or "").casefold()
         ]
 
-    @_page
+    @page
     async def session_page(self, request: Request, admin: Admin) -> Response:
         channel = request.path_params["channel"]
         if not await self.sessions.exists(channel):
@@ -233,6 +218,7 @@ class AdminSite:
         shown = request.query_params.get("turns")
         shown = shown if shown in _TURN_FILTERS else "all"
         sections = [s for s in transcript(messages, turns) if _TURN_FILTERS[shown](s)]
+        settings = await self.channels.values(channel) if self.channels is not None else {}
         return self.render(
             request,
             admin,
@@ -244,9 +230,10 @@ class AdminSite:
             disliked_count=sum(disliked(turn) for turn in turns),
             shown=shown,
             sections=sections,
+            channel_settings=[(key, settings[key]) for key in KEYS if key in settings],
         )
 
-    @_page
+    @page
     async def export(self, request: Request, admin: Admin) -> Response:
         channel, fmt = request.path_params["channel"], request.path_params["fmt"]
         if fmt not in EXPORT_FORMATS or not await self.sessions.exists(channel):
@@ -258,7 +245,7 @@ class AdminSite:
             headers={"Content-Disposition": f'attachment; filename="{filename}"'},
         )
 
-    @_page
+    @page
     async def confirm_delete(self, request: Request, admin: Admin) -> Response:
         channel = request.path_params["channel"]
         if not await self.sessions.exists(channel):
@@ -273,7 +260,7 @@ class AdminSite:
             turn_count=len(turns),
         )
 
-    @_form_post
+    @form_post
     async def delete(self, request: Request, admin: Admin) -> Response:
         channel = request.path_params["channel"]
         if not await self.sessions.exists(channel):
@@ -282,11 +269,11 @@ class AdminSite:
         target = mount_root(request) + "/?" + urlencode({"deleted": channel})
         return RedirectResponse(target, status_code=303)
 
-    @_api
+    @api
     async def api_sessions(self, request: Request, admin: Admin) -> Response:
         return JSONResponse(session_list(await self.sessions.summaries()))
 
-    @_api
+    @api
     async def api_session(self, request: Request, admin: Admin) -> Response:
         channel = request.path_params["channel"]
         if not await self.sessions.exists(channel):
@@ -353,16 +340,21 @@ def _is_api(request: Request) -> bool:
     return request.url.path.startswith(mount_root(request) + "/api/")
 
 
-def _here(request: Request) -> str:
-    query = request.url.query
-    return request.url.path + (f"?{query}" if query else "")
-
-
 def _when(moment: datetime | None) -> str:
     if moment is None:
         return ""
     moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+#: CommonMark with raw HTML off: nothing the model writes becomes markup, and links that
+#: would run script (javascript:, data:) stay text
+_MARKDOWN = MarkdownIt("commonmark", {"html": False})
+
+
+def _markdown(text: str | None) -> Markup:
+    """An answer as its Markdown renders (escaped: see _MARKDOWN)."""
+    return Markup(_MARKDOWN.render(text or ""))  # markdown-it escapes the text
 
 
 def _environment() -> jinja2.Environment:
@@ -379,6 +371,7 @@ def _environment() -> jinja2.Environment:
         iso=lambda moment: iso(moment) if moment else "",
         pretty_json=pretty_json,
         path_part=lambda text: quote(text, safe=""),
+        markdown=_markdown,
     )
     return env
 

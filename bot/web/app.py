@@ -43,7 +43,7 @@ def create_app(services: Services, slack: SlackRuntime | None = None) -> Starlet
     scrape = metrics_route(services.settings.web, throttle)
     if scrape is not None:  # without a token, /metrics stays a 404
         routes.append(scrape)
-    admin = admin_app(services.sessions, services.admin_logins, throttle)
+    admin = admin_app(services.sessions, services.admin_logins, throttle, services.channels)
     if admin is not None:  # without ADMIN_TOKEN, /admin stays a 404
         routes.append(Mount("/admin", app=admin))
 

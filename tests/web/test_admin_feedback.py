@@ -56,7 +56,7 @@ def test_the_session_page_shows_feedback_and_filters_thumbs_down(bearer: httpx.C
     disliked = bearer.get("/admin/sessions/C1?turns=negative").text
 
     assert "Liked answer." in everything and "Poor answer." in everything
-    assert "👎 U1" in everything and "👍 U7" in everything and "👍 U1" in everything
+    assert "bad U1" in everything and "good U7" in everything and "good U1" in everything
     assert "Poor answer." in disliked and "Liked answer." not in disliked
     assert "Thumbs down (1)" in disliked
     assert re.search(r'href="[^"]*\?turns=negative" aria-current="page"', disliked)
@@ -66,7 +66,7 @@ def test_the_sessions_page_filters_sessions_with_a_thumbs_down(bearer: httpx.Cli
     everything = bearer.get("/admin/").text
     disliked = bearer.get("/admin/?feedback=negative").text
 
-    assert "/admin/sessions/D2" in everything and "👍 2 · 👎 1" in everything
+    assert "/admin/sessions/D2" in everything and "2 good · 1 bad" in everything
     assert "/admin/sessions/C1" in disliked and "/admin/sessions/D2" not in disliked
 
 

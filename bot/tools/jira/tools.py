@@ -104,7 +104,12 @@ class JiraTools(JiraConnection):
             more = bool(data.get("nextPageToken")) or data.get("isLast") is False
         return {"issues": issues, "count": len(issues), "more": more}
 
-    @tool(writes=True, progress="Creating a Jira ticket: {summary}", lookup="find_created_issue")
+    @tool(
+        writes=True,
+        progress="Creating a Jira ticket: {summary}",
+        lookup="find_created_issue",
+        defaults={"project_key": "jira_project"},  # the channel's project, when it has one
+    )
     def jira_create_issue(
         self,
         summary: str,

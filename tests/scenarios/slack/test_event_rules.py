@@ -13,18 +13,17 @@ from bot.slack.events import (
     ChannelGone,
     Deletion,
     Edit,
-    Press,
     Question,
     change_from,
     change_of,
     deleted_message,
     edited_message,
     is_ignored,
-    press_from,
     question_from,
     strip_mention,
     understood,
 )
+from bot.slack.presses import Press, press_from
 
 BOT = "UBOT"
 
