@@ -107,7 +107,7 @@ def build_channels(
     """Each channel's own settings; ``registry``: the tools a ``tools`` pattern is checked
     against (none: every pattern is warned of as matching nothing)."""
     names = registry.names if registry is not None else list
-    return Channels(ChannelSettingsStore(engines), settings.allowed_projects, names)
+    return Channels(ChannelSettingsStore(engines), settings.jira.allowed_projects, names)
 
 
 def build_services(settings: Settings, *, model: ChatModel | None = None) -> Services:

@@ -122,10 +122,10 @@ def _with_channels(
     the tools a pattern is checked against are those offered now (MCP servers given that
     long). A bad key or value exits 2, nothing applied."""
     settings = settings_for(log_level="WARNING")
-    prepare_database(settings)
+    prepare_database(settings.store)
 
     async def run() -> T:
-        engines = create_engines(settings.DATABASE_URL)
+        engines = create_engines(settings.store.DATABASE_URL)
         registry = await _registry(settings, tools_wait_s) if tools_wait_s is not None else None
         try:
             return await work(build_channels(settings, engines, registry))

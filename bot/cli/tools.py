@@ -35,7 +35,7 @@ def tools(wait_s: float, as_json: bool, channel: str | None) -> int:
     server that could not be reached."""
     settings = settings_for(log_level="WARNING")
     if channel is not None:
-        prepare_database(settings)
+        prepare_database(settings.store)
     return asyncio.run(_list(settings, wait_s, as_json, channel))
 
 
@@ -70,7 +70,7 @@ async def _channel_settings(settings: Settings, channel: str | None) -> ChannelS
     """What ``channel`` is offered (None: every tool)."""
     if channel is None:
         return NO_SETTINGS
-    engines = create_engines(settings.DATABASE_URL)
+    engines = create_engines(settings.store.DATABASE_URL)
     try:
         return await build_channels(settings, engines).settings(channel)
     finally:
