@@ -27,6 +27,7 @@ _HINTS = {
     "LOG_FORMAT": "text or json",
     "WRITE_APPROVAL": "on or off",
     "STREAM_ANSWERS": "on or off",
+    "FOLLOW_UPS": "on or off",
     "OTEL_CAPTURE_CONTENT": "on or off",
     "OTEL_EXPORTER_OTLP_ENDPOINT": "your OTLP/HTTP collector, e.g. http://127.0.0.1:4318",
     "JIRA_URL": "your Jira base URL, e.g. https://example.atlassian.net",
@@ -181,6 +182,11 @@ class Settings(BaseSettings):
     """The service name traces carry."""
     OTEL_CAPTURE_CONTENT: bool = False
     """on: spans carry message text, tool arguments and results; off: ids, counts, names."""
+    THREAD_CONTEXT_TOKENS: int = Field(4000, ge=0)
+    """Most tokens of a thread's earlier messages shown with a question asked in it (0: none)."""
+    FOLLOW_UPS: bool = True
+    """on: in a thread where the bot answered someone, their next messages there are
+    questions without a mention; off: every question needs a mention."""
     FILE_MAX_BYTES: int = Field(10_000_000, ge=0)
     """Largest file attached to a question that is read (an image, a text file)."""
     FILE_TEXT_TOKENS: int = Field(8000, ge=0)
@@ -191,7 +197,7 @@ class Settings(BaseSettings):
     """text, or json for one JSON object a line."""
 
     _normalise_flags = field_validator(
-        "WRITE_APPROVAL", "STREAM_ANSWERS", "OTEL_CAPTURE_CONTENT", mode="before"
+        "WRITE_APPROVAL", "STREAM_ANSWERS", "FOLLOW_UPS", "OTEL_CAPTURE_CONTENT", mode="before"
     )(lambda cls, v: _on_off(v))
     _normalise_lists = field_validator("JIRA_ALLOWED_PROJECTS", "ADMIN_SLACK_USERS", mode="before")(
         lambda cls, v: _comma_list(v)

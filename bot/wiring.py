@@ -14,6 +14,7 @@ from bot.agent.limits import ModelSlots, PerPerson
 from bot.agent.loop import Loop
 from bot.agent.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.agent.sessions import Sessions
+from bot.agent.threads import Threads
 from bot.config import Settings
 from bot.jobs import open_jobs
 from bot.jobs.runner import Jobs
@@ -24,6 +25,7 @@ from bot.store.admin_sessions import AdminSessionStore
 from bot.store.crm import CrmStore
 from bot.store.db import Engines, create_engines
 from bot.store.history import HistoryStore
+from bot.store.threads import ThreadStore
 from bot.store.turns import TurnStore
 from bot.store.window import Windows
 from bot.tools.base import ToolRegistry
@@ -119,6 +121,7 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         settings.HISTORY_TOKEN_BUDGET,
         approval_timeout=timedelta(seconds=settings.APPROVAL_TIMEOUT_S),
         per_person=PerPerson(settings.RATE_LIMIT_PER_USER),
+        threads=Threads(ThreadStore(engines, windows), settings.THREAD_CONTEXT_TOKENS),
     )
     return Services(
         settings,

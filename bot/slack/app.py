@@ -88,6 +88,7 @@ def build_slack_app(
     identity: AuthorizeResult,
     worker: Worker,
     jobs: Jobs,
+    follow_ups: bool = False,
 ) -> AsyncApp:
     """The Bolt app. ``identity`` is the bot's auth.test, taken once at start-up."""
 
@@ -125,7 +126,7 @@ def build_slack_app(
     )
     app.error(acknowledge_unhandled)
     app.use(Revocations(client))
-    app.use(IgnoreUnwanted(identity.team_id))
+    app.use(IgnoreUnwanted(identity.team_id, follow_ups=follow_ups))
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
@@ -153,10 +154,12 @@ def _name(value: object) -> str:
 
 class IgnoreUnwanted(AsyncMiddleware):
     """Acknowledge and drop what the bot never acts on; make a job of what it does.
-    ``home_team``: the bot's workspace (people of another one are told apart)."""
+    ``home_team``: the bot's workspace (people of another one are told apart);
+    ``follow_ups``: a thread's replies without a mention may be questions (FOLLOW_UPS)."""
 
-    def __init__(self, home_team: str | None) -> None:
+    def __init__(self, home_team: str | None, *, follow_ups: bool = False) -> None:
         self.home_team = home_team
+        self.follow_ups = follow_ups
 
     async def async_process(
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
@@ -178,7 +181,9 @@ class IgnoreUnwanted(AsyncMiddleware):
         if not isinstance(event, dict):
             return await next()
         home_team = self.home_team or body.get("team_id")
-        found = understood(event, context.bot_user_id, home_team, body.get("event_time"))
+        found = understood(
+            event, context.bot_user_id, home_team, body.get("event_time"), self.follow_ups
+        )
         if is_ignored(event, found):
             return BoltResponse(status=200, body="")
         context["question"] = found if isinstance(found, Question) else None

@@ -32,6 +32,7 @@ from bot.slack.app import build_slack_app, web_client
 from bot.slack.approvals import Approvals
 from bot.slack.delivery import Delivery
 from bot.slack.poster import Poster
+from bot.slack.threads import SlackThreads
 from bot.slack.worker import Worker
 from bot.slack.workspace import TOKEN_GONE
 from bot.wiring import Services
@@ -89,7 +90,10 @@ class SlackRuntime:
         client = web_client(self.settings, self._session)
         identity = await self._identify(client)
         conversations = self.services.conversations
-        delivery = Delivery(conversations, Poster(client), self.settings)
+        threads = SlackThreads(client, conversations.threads, identity.bot_user_id, identity.bot_id)
+        # the channel reader's channel is the turn's, never an argument (bot.turn)
+        self.services.registry.add_object(threads, source="Slack")
+        delivery = Delivery(conversations, Poster(client), self.settings, threads)
         approvals = Approvals(delivery, self.settings.ADMIN_SLACK_USERS)
         jobs = self.services.jobs
         self.worker = Worker(delivery, approvals, self.services.sessions, jobs)
@@ -103,6 +107,7 @@ class SlackRuntime:
             identity=identity,
             worker=self.worker,
             jobs=jobs,
+            follow_ups=self.settings.FOLLOW_UPS,
         )
         if self.socket_mode:
             # Bolt's default ping is every 10 s: a connection that stopped answering would be
