@@ -71,18 +71,21 @@ def list_sessions(as_json: bool) -> None:
 def show(channel: str, as_json: bool) -> None:
     """One session's messages in order, tool calls and results included, then its turns."""
 
-    async def read(sessions: Sessions) -> tuple[list[Message], list[TurnState]]:
+    async def read(
+        sessions: Sessions,
+    ) -> tuple[list[Message], list[TurnState], dict[str, str]]:
         await _require_channel(sessions, channel)
-        return await sessions.read(channel)
+        messages, turns = await sessions.read(channel)
+        return messages, turns, await sessions.names(messages, turns)
 
-    messages, turns = _with_sessions(read)
+    messages, turns, names = _with_sessions(read)
     if as_json:
         _print_json(session_document(channel, messages, turns))
         return
     click.echo(f"Session {_safe(channel)}: {len(messages)} messages, {len(turns)} turns")
     for message in messages:
         click.echo()
-        click.echo(_transcript_entry(message))
+        click.echo(_transcript_entry(message, names))
     if turns:
         click.echo()
         click.echo(_turns_table(turns))
@@ -216,10 +219,11 @@ def _print_json(document: object) -> None:
 # -- text for people ------------------------------------------------------------------
 
 
-def _transcript_entry(message: Message) -> str:
+def _transcript_entry(message: Message, names: dict[str, str]) -> str:
     heading = [f"#{message.id}", _when(message.created_at), message.role]
     if message.user_id:
-        heading.append(f"user {message.user_id}")
+        name = names.get(message.user_id)
+        heading.append(f"user {message.user_id}" + (f" ({name})" if name else ""))
     if message.edited_at:
         heading.append(f"edited {_when(message.edited_at)}")
     if message.role == "tool":

@@ -244,6 +244,7 @@ class AdminSite:
             disliked_count=sum(disliked(turn) for turn in turns),
             shown=shown,
             sections=sections,
+            names=await self.sessions.names(messages, turns),
         )
 
     @_page
