@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
+from bot.context import Context
+
 Role = Literal["user", "assistant", "tool"]
 
 
@@ -149,6 +151,10 @@ class Message:
     replay: tuple[dict[str, Any], ...] = ()
     #: the files of a person's message, for the turn that answers it (never stored)
     attachments: tuple[Attachment, ...] = ()
+    #: a person's question: the thread's messages its ``content`` shows before the question,
+    #: and the question alone (``asked``), kept so that the content follows Slack's changes
+    context: Context | None = None
+    asked: str | None = None
 
     @classmethod
     def user(cls, text: str, *, user_id: str | None = None, slack_ts: str | None = None) -> Message:

@@ -9,6 +9,9 @@ it or its process died, goes on from a loaded state, the same way.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -120,3 +123,23 @@ class TurnState:
     def withdraw(self) -> None:
         """Keep nothing the model made of the question: only where its card is."""
         self.pending, self.decisions, self.paused_at = None, {}, None
+
+
+#: the channel of the turn whose tools run (a tool reading "this channel" takes it from here,
+#: never from the model's arguments)
+_TURN_CHANNEL: ContextVar[str | None] = ContextVar("turn_channel", default=None)
+
+
+@contextlib.contextmanager
+def turn_channel(channel_id: str) -> Iterator[None]:
+    """Tools called within are called for a turn of ``channel_id``."""
+    token = _TURN_CHANNEL.set(channel_id)
+    try:
+        yield
+    finally:
+        _TURN_CHANNEL.reset(token)
+
+
+def current_channel() -> str | None:
+    """The channel of the turn a tool is called for (None: outside a turn)."""
+    return _TURN_CHANNEL.get()

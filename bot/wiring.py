@@ -15,6 +15,7 @@ from bot.agent.limits import ModelSlots, PerPerson
 from bot.agent.loop import Loop
 from bot.agent.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.agent.sessions import Sessions
+from bot.agent.threads import Threads
 from bot.config import Settings
 from bot.jobs import open_jobs
 from bot.jobs.runner import Jobs
@@ -26,6 +27,7 @@ from bot.store.channels import ChannelSettingsStore
 from bot.store.crm import CrmStore
 from bot.store.db import Engines, create_engines
 from bot.store.history import HistoryStore
+from bot.store.threads import ThreadStore
 from bot.store.turns import TurnStore
 from bot.store.window import Windows
 from bot.tools.base import ToolRegistry
@@ -137,6 +139,7 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         approval_timeout=timedelta(seconds=limits.APPROVAL_TIMEOUT_S),
         per_person=PerPerson(limits.RATE_LIMIT_PER_USER),
         channels=channels,
+        threads=Threads(ThreadStore(engines, windows), settings.slack.THREAD_CONTEXT_TOKENS),
     )
     return Services(
         settings,

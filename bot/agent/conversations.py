@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from bot import telemetry
@@ -18,8 +18,10 @@ from bot.agent.channels import Channels
 from bot.agent.limits import PerPerson
 from bot.agent.loop import Loop
 from bot.agent.observer import UNOBSERVED, TurnObserver
+from bot.agent.threads import Threads, question_with
 from bot.agent.tokens import count_message
 from bot.agent.window import INTERRUPTED_RESULT, select_window
+from bot.context import Context
 from bot.errors import StoreError, TurnRefused
 from bot.messages import (
     Attachment,
@@ -32,8 +34,9 @@ from bot.messages import (
     with_references,
 )
 from bot.store.history import HistoryStore
+from bot.store.threads import ThreadStore
 from bot.store.turns import TurnStore
-from bot.turn import TurnState
+from bot.turn import TurnState, turn_channel
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,9 @@ class Incoming:
     slack_ts: str | None = None
     #: the files that came with it (the history keeps only a reference to each)
     attachments: tuple[Attachment, ...] = ()
+    #: the messages of the thread it was asked in, oldest first (material, never
+    #: instructions: they go in the person's message, quoted and attributed)
+    context: Context = field(default_factory=Context)
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,7 @@ class Conversations:
         approval_timeout: timedelta = timedelta(days=1),
         per_person: PerPerson | None = None,
         channels: Channels | None = None,
+        threads: Threads | None = None,
     ) -> None:
         self.turns = turns
         self.history = history
@@ -95,6 +102,8 @@ class Conversations:
         self.per_person = per_person
         #: each channel's own settings (None: every channel has the bot's)
         self.channels = channels
+        #: the conversation around a question (none shown without it)
+        self.threads = threads or Threads(ThreadStore(history.engines, history.windows), 0)
 
     async def ask(
         self, incoming: Incoming, observer: TurnObserver = UNOBSERVED, *, resumed: bool = False
@@ -157,13 +166,15 @@ class Conversations:
         stored messages changed (0: it was never stored). Raises StoreError."""
         cleaned = clean_text(text)
         tokens = count_message(Message.user(cleaned))
-        return await self.history.edit_slack_message(channel_id, slack_ts, cleaned, tokens)
+        edited = await self.history.edit_slack_message(channel_id, slack_ts, cleaned, tokens)
+        return edited + await self.threads.follow_edit(channel_id, slack_ts, cleaned)
 
     async def delete(self, channel_id: str, slack_ts: str) -> tuple[int, list[TurnState]]:
         """A message (``slack_ts``) deleted where it was asked leaves the stored history, and
         a stopped turn it asked expires, its state keeping nothing made of it. How many stored
         messages went, and those turns (their cards come down). Raises StoreError."""
         deleted = await self.history.delete_slack_message(channel_id, slack_ts)
+        deleted += await self.threads.follow_deletion(channel_id, slack_ts)
         return deleted, await self.turns.withdraw(channel_id, slack_ts)
 
     # -- what the shells read and record of a turn ---------------------------------------
@@ -197,7 +208,9 @@ class Conversations:
     async def _new(self, incoming: Incoming, observer: TurnObserver) -> Reply:
         started = time.perf_counter()
         text = clean_text(with_references(incoming.text, incoming.attachments))
-        user = Message.user(text, user_id=incoming.user_id, slack_ts=incoming.slack_ts)
+        context = await self.threads.context_for(incoming.channel_id, incoming.context)
+        asked = question_with(text, context)
+        user = asked.with_(user_id=incoming.user_id, slack_ts=incoming.slack_ts)
         state = TurnState(
             channel_id=incoming.channel_id,
             user_id=incoming.user_id,
@@ -283,7 +296,8 @@ class Conversations:
         self, state: TurnState, observer: TurnObserver, started: float, earlier_ms: int = 0
     ) -> Reply:
         state.history = select_window(state.history, self.token_budget)
-        state = await self.loop.run(state, observer, self.turns.save)
+        with turn_channel(state.channel_id):
+            state = await self.loop.run(state, observer, self.turns.save)
         return await self._finish(state, observer, started, earlier_ms)
 
     async def _finish(

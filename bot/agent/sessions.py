@@ -13,6 +13,7 @@ from bot.messages import Message, SessionSummary
 from bot.store.channels import ChannelSettingsStore
 from bot.store.feedback import FeedbackStore
 from bot.store.history import HistoryStore
+from bot.store.threads import ThreadStore
 from bot.turn import TurnState
 
 
@@ -23,6 +24,7 @@ class Sessions:
         self._history = history
         self._feedback = FeedbackStore(history.engines)
         self._channels = ChannelSettingsStore(history.engines)
+        self._threads = ThreadStore(history.engines, history.windows)
 
     async def summaries(self) -> list[SessionSummary]:
         """Every session, most recently active first."""
@@ -38,6 +40,11 @@ class Sessions:
     async def read(self, channel_id: str) -> tuple[list[Message], list[TurnState]]:
         """One session's messages and turns, in order."""
         return await self._history.messages(channel_id), await self._history.turns(channel_id)
+
+    async def names(self, messages: list[Message], turns: list[TurnState]) -> dict[str, str]:
+        """The display names Slack gave for the people of these messages and turns."""
+        people = {m.user_id for m in messages} | {t.user_id for t in turns}
+        return await self._threads.names(p for p in people if p)
 
     async def document(self, channel_id: str) -> dict[str, Any]:
         """The ``history show --json`` document (the channel's own settings included)."""

@@ -75,18 +75,21 @@ def show(channel: str, as_json: bool) -> None:
         await _require_channel(sessions, channel)
         return await sessions.document(channel)
 
-    async def read(sessions: Sessions) -> tuple[list[Message], list[TurnState]]:
+    async def read(
+        sessions: Sessions,
+    ) -> tuple[list[Message], list[TurnState], dict[str, str]]:
         await _require_channel(sessions, channel)
-        return await sessions.read(channel)
+        messages, turns = await sessions.read(channel)
+        return messages, turns, await sessions.names(messages, turns)
 
     if as_json:
         _print_json(_with_sessions(document))
         return
-    messages, turns = _with_sessions(read)
+    messages, turns, names = _with_sessions(read)
     click.echo(f"Session {_safe(channel)}: {len(messages)} messages, {len(turns)} turns")
     for message in messages:
         click.echo()
-        click.echo(_transcript_entry(message))
+        click.echo(_transcript_entry(message, names))
     if turns:
         click.echo()
         click.echo(_turns_table(turns))
@@ -220,10 +223,11 @@ def _print_json(document: object) -> None:
 # -- text for people ------------------------------------------------------------------
 
 
-def _transcript_entry(message: Message) -> str:
+def _transcript_entry(message: Message, names: dict[str, str]) -> str:
     heading = [f"#{message.id}", _when(message.created_at), message.role]
     if message.user_id:
-        heading.append(f"user {message.user_id}")
+        name = names.get(message.user_id)
+        heading.append(f"user {message.user_id}" + (f" ({name})" if name else ""))
     if message.edited_at:
         heading.append(f"edited {_when(message.edited_at)}")
     if message.role == "tool":

@@ -74,6 +74,13 @@ class SlackSettings(SettingsGroup):
     STREAM_ANSWERS: OnOff = Field(True, description=_ON_OFF)
     """on: the answer is streamed with Slack's streaming methods as the model writes it,
     each tool call a step of it; off: steps in a live message, the answer posted when done."""
+    THREAD_CONTEXT_TOKENS: int = Field(
+        4000, ge=0, description="a whole number of tokens, e.g. 4000 (0: none)"
+    )
+    """Most tokens of a thread's earlier messages shown with a question asked in it (0: none)."""
+    FOLLOW_UPS: OnOff = Field(True, description=_ON_OFF)
+    """on: in a thread where the bot answered someone, their next messages there are
+    questions without a mention; off: every question needs a mention."""
 
 
 class ModelSettings(SettingsGroup):

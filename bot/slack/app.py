@@ -93,6 +93,7 @@ def build_slack_app(
     worker: Worker,
     jobs: Jobs,
     answers_all: AnswersAll | None = None,
+    follow_ups: bool = False,
 ) -> AsyncApp:
     """The Bolt app. ``identity`` is the bot's auth.test, taken once at start-up;
     ``answers_all`` tells a channel that answers every message (None: none does)."""
@@ -131,7 +132,7 @@ def build_slack_app(
     )
     app.error(acknowledge_unhandled)
     app.use(Revocations(client))
-    app.use(IgnoreUnwanted(identity.team_id, answers_all))
+    app.use(IgnoreUnwanted(identity.team_id, answers_all, follow_ups=follow_ups))
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
@@ -159,12 +160,20 @@ def _name(value: object) -> str:
 
 class IgnoreUnwanted(AsyncMiddleware):
     """Acknowledge and drop what the bot never acts on; make a job of what it does.
-    ``home_team``: the bot's workspace (people of another one are told apart)."""
+    ``home_team``: the bot's workspace (people of another one are told apart);
+    ``follow_ups``: a thread's replies without a mention may be questions (FOLLOW_UPS)."""
 
-    def __init__(self, home_team: str | None, answers_all: AnswersAll | None = None) -> None:
+    def __init__(
+        self,
+        home_team: str | None,
+        answers_all: AnswersAll | None = None,
+        *,
+        follow_ups: bool = False,
+    ) -> None:
         self.home_team = home_team
         #: whether a channel answers every top-level message (its ``answer_all``)
         self.answers_all = answers_all
+        self.follow_ups = follow_ups
 
     async def async_process(
         self, *, req: AsyncBoltRequest, resp: BoltResponse, next: Next
@@ -186,7 +195,9 @@ class IgnoreUnwanted(AsyncMiddleware):
         if not isinstance(event, dict):
             return await next()
         home_team = self.home_team or body.get("team_id")
-        found = understood(event, context.bot_user_id, home_team, body.get("event_time"))
+        found = understood(
+            event, context.bot_user_id, home_team, body.get("event_time"), self.follow_ups
+        )
         if found is None and self.answers_all and unmentioned(event, context.bot_user_id):
             try:  # one read by the channel's key, for such messages only
                 if await self.answers_all(str(event.get("channel"))):

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from bot.agent.conversations import Conversations, Reply
 from bot.agent.observer import PAUSE, TurnObserver
 from bot.config import SlackSettings
+from bot.errors import StoreError
 from bot.messages import Decision, Outcome, ToolCall
 from bot.slack.cards import approval_card, continue_message, feedback_block
 from bot.slack.display import Display
@@ -31,6 +32,7 @@ from bot.slack.files import SlackFiles
 from bot.slack.live import LiveStatus
 from bot.slack.poster import Poster
 from bot.slack.stream import AnswerStream, Recipient
+from bot.slack.threads import SlackThreads
 from bot.tools.base import ToolResult
 from bot.turn import TurnState
 
@@ -98,6 +100,7 @@ class Delivery:
         poster: Poster,
         files: SlackFiles,
         settings: SlackSettings,
+        threads: SlackThreads | None = None,
         *,
         default_project: str | None,
     ):
@@ -107,6 +110,8 @@ class Delivery:
         self.files = files
         #: JIRA_PROJECT, which an approval card names when the model named none
         self.default_project = default_project
+        #: reads the thread around a question (None, or THREAD_CONTEXT_TOKENS=0: not read)
+        self.threads = threads if settings.THREAD_CONTEXT_TOKENS > 0 else None
 
     async def working(self, question: Question) -> None:
         await self.poster.add_reaction(question)
@@ -124,6 +129,11 @@ class Delivery:
             if question.files:
                 attachments = await self.files.read(question.files)
                 incoming = dataclasses.replace(incoming, attachments=attachments)
+            if self.threads is not None and question.in_thread and question.thread_ts:
+                context = await self.threads.context(
+                    question.channel, question.thread_ts, question.ts
+                )
+                incoming = dataclasses.replace(incoming, context=context)
             return await self.conversations.ask(incoming, observer, resumed=resumed)
 
         incoming = question.incoming
@@ -139,7 +149,19 @@ class Delivery:
             recipient=recipient,
             external=question.external,
         )
-        return reply is not None and reply.turn_id is not None
+        stored = reply is not None and reply.turn_id is not None
+        if stored and incoming.user_id and question.thread_ts and not question.pane:
+            await self._answered_in(question.thread, incoming.user_id)
+        return stored
+
+    async def _answered_in(self, thread: Thread, user_id: str) -> None:
+        """The bot answered ``user_id`` in ``thread``: their replies there are follow-ups."""
+        if thread.channel.startswith("D") or thread.thread_ts is None:
+            return
+        try:
+            await self.conversations.threads.answered(thread.channel, thread.thread_ts, user_id)
+        except StoreError:
+            log.warning("could not store that %s was answered in a thread", thread.channel)
 
     async def resume(
         self,

@@ -53,6 +53,14 @@ class Question:
     team_id: str | None = None
     #: the files of the message (Slack's file objects, the fields ``file_refs`` keeps)
     files: tuple[dict[str, Any], ...] = ()
+    #: a reply in a thread without a mention: a question only if the bot answered its
+    #: author in that thread (known when its job runs, after what came before it)
+    follow_up: bool = False
+
+    @property
+    def in_thread(self) -> bool:
+        """Asked in a channel's thread (not at its top level, nor in a DM)."""
+        return not self.channel.startswith("D") and self.thread_ts not in (None, self.ts)
 
     @property
     def channel(self) -> str:
@@ -79,6 +87,7 @@ class Question:
             "external": self.external,
             "team": self.team_id,
             "files": list(self.files),
+            "follow_up": self.follow_up,
         }
 
     @classmethod
@@ -92,6 +101,7 @@ class Question:
             external=external,
             team_id=data.get("team"),
             files=tuple(data.get("files") or ()),  # none in a job queued by an older version
+            follow_up=bool(data.get("follow_up")),
         )
 
     def job(self, event_id: str | None) -> Job:
@@ -102,12 +112,15 @@ def question_from(
     event: dict[str, Any],
     bot_user_id: str | None,
     home_team: str | None = None,
+    follow_ups: bool = False,
     *,
     answer_all: bool = False,
 ) -> Question | None:
     """The question in an ``app_mention`` or ``message`` event, or None when it is ignored.
     ``home_team``: the workspace the bot is installed in (its askers are not external).
-    ``answer_all``: the channel's setting: a top-level message there needs no mention."""
+    ``follow_ups``: a reply in a channel's thread without a mention may be a question (a
+    follow-up: see ``Question.follow_up``). ``answer_all``: the channel's setting: a
+    top-level message there needs no mention."""
     kind = event.get("type")
     if kind not in ("app_mention", "message") or _from_a_bot(event, bot_user_id):
         return None
@@ -118,8 +131,12 @@ def question_from(
     if not (channel and ts and user and isinstance(text, str)):
         return None
     in_dm = kind == "message" and event.get("channel_type") == "im"
+    follow_up = False
     if not (in_dm or mentions(text, bot_user_id) or (answer_all and _top_level(event))):
-        return None
+        reply = event.get("thread_ts") not in (None, ts)
+        if not (follow_ups and kind == "message" and reply):
+            return None
+        follow_up = True
     incoming = Incoming(channel, strip_mention(text, bot_user_id), user, ts)
     # in a channel the answer always goes in a thread; in a DM only when asked in one
     thread_ts = event.get("thread_ts") or (None if in_dm else ts)
@@ -136,6 +153,7 @@ def question_from(
         external=external,
         team_id=team or home_team,
         files=file_refs(event.get("files")),
+        follow_up=follow_up,
     )
 
 
@@ -224,8 +242,9 @@ class Edit:
 
 def edited_message(event: dict[str, Any], bot_user_id: str | None) -> Edit | None:
     """The message a ``message_changed`` event edits, when it may be stored: a person's,
-    in a DM or mentioning the bot before or after, and its text changed (Slack also sends
-    ``message_changed`` when it adds a link's preview)."""
+    in a DM, mentioning the bot before or after, or a reply in a thread (a question's
+    context may show it), and its text changed (Slack also sends ``message_changed`` when
+    it adds a link's preview)."""
     if event.get("type") != "message" or event.get("subtype") != "message_changed":
         return None
     message, before = event.get("message"), event.get("previous_message") or {}
@@ -237,8 +256,10 @@ def edited_message(event: dict[str, Any], bot_user_id: str | None) -> Edit | Non
     old = before.get("text") if isinstance(before, dict) else None
     if text == old:
         return None
-    asked = event.get("channel_type") == "im" or any(
-        isinstance(t, str) and mentions(t, bot_user_id) for t in (text, old)
+    asked = (
+        event.get("channel_type") == "im"
+        or message.get("thread_ts") not in (None, ts)
+        or any(isinstance(t, str) and mentions(t, bot_user_id) for t in (text, old))
     )
     if not asked:
         return None
@@ -310,10 +331,11 @@ def understood(
     bot_user_id: str | None,
     home_team: str | None = None,
     event_time: object = None,
+    follow_ups: bool = False,
 ) -> Question | Deletion | Edit | ChannelGone | None:
     """What the bot does with ``event``: answer its question (``question_from``), follow
     its change (``change_from``), or nothing (None)."""
-    return question_from(event, bot_user_id, home_team) or change_from(
+    return question_from(event, bot_user_id, home_team, follow_ups) or change_from(
         event, bot_user_id, event_time
     )
 

@@ -33,6 +33,7 @@ from bot.slack.approvals import Approvals
 from bot.slack.delivery import Delivery
 from bot.slack.files import SlackFiles
 from bot.slack.poster import Poster
+from bot.slack.threads import SlackThreads
 from bot.slack.worker import Worker
 from bot.slack.workspace import TOKEN_GONE
 from bot.wiring import Services
@@ -87,11 +88,16 @@ class SlackRuntime:
         client = web_client(slack, self._session)
         identity = await self._identify(client)
         files = SlackFiles(client, limits.FILE_MAX_BYTES, limits.FILE_TEXT_TOKENS)
+        conversations = self.services.conversations
+        threads = SlackThreads(client, conversations.threads, identity.bot_user_id, identity.bot_id)
+        # the channel reader's channel is the turn's, never an argument (bot.turn)
+        self.services.registry.add_object(threads, source="Slack")
         delivery = Delivery(
-            self.services.conversations,
+            conversations,
             Poster(client),
             files,
             slack,
+            threads,
             default_project=self.settings.jira.JIRA_PROJECT,
         )
         approvals = Approvals(delivery, slack.ADMIN_SLACK_USERS)
@@ -108,6 +114,7 @@ class SlackRuntime:
             worker=self.worker,
             jobs=jobs,
             answers_all=self.services.channels.answers_all,
+            follow_ups=slack.FOLLOW_UPS,
         )
         if self.socket_mode:
             # Bolt's default ping is every 10 s: a connection that stopped answering would be

@@ -78,8 +78,10 @@ class Worker:
         self._last_named = float("-inf")
 
     def acknowledged(self, question: Question) -> None:
-        """A question was taken on: show that the bot is working on it."""
-        self._show_progress(question)
+        """A question was taken on: show that the bot is working on it (a follow-up once
+        its job knows it is one)."""
+        if not question.follow_up:
+            self._show_progress(question)
 
     async def __call__(self, job: Job) -> bool:
         if job.kind == QUESTION:
@@ -104,6 +106,10 @@ class Worker:
             await asyncio.gather(self._namer, return_exceptions=True)
 
     async def _answer(self, job: Job, question: Question) -> bool:
+        if question.follow_up:
+            if not await self._follows_up(question):
+                return True  # a reply for the others in the thread: context, if anything
+            self._show_progress(question)
         if job.resumed:
             self._show_progress(question)  # the person sees it being worked on again
             dead = job.notes.get(STEP_MESSAGE)
@@ -127,6 +133,17 @@ class Worker:
         if answered:
             self._learn_name(question.channel)
         return answered
+
+    async def _follows_up(self, question: Question) -> bool:
+        """Whether a reply without a mention asks the bot: it answered its author there."""
+        user, thread_ts = question.incoming.user_id, question.thread_ts
+        if not (user and thread_ts):
+            return False
+        try:
+            return await self.conversations.threads.was_answered(question.channel, thread_ts, user)
+        except StoreError:
+            log.warning("could not tell whether %s in %s follows up", question.ts, question.channel)
+            return False
 
     async def _follow(self, job: Job) -> bool:
         change = change_of(job.payload)

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from bot.context import Context
 from bot.messages import (
     NEGATIVE,
     POSITIVE,
@@ -24,7 +25,7 @@ from bot.messages import (
 from bot.store.db import Engines, insert_for, store_errors
 from bot.store.feedback import attach
 from bot.store.feedback import counts as feedback_counts
-from bot.store.models import ChannelRow, MessageRow, TurnRow
+from bot.store.models import ChannelRow, MessageRow, ThreadAskerRow, TurnRow
 from bot.store.window import Windows, storable
 from bot.turn import TurnState
 
@@ -184,6 +185,9 @@ class HistoryStore:
             )
             connection.execute(delete(TurnRow).where(TurnRow.channel_id == channel_id))
             connection.execute(delete(ChannelRow).where(ChannelRow.channel_id == channel_id))
+            connection.execute(
+                delete(ThreadAskerRow).where(ThreadAskerRow.channel_id == channel_id)
+            )
             return deleted.rowcount or 0
 
         return await self.engines.transaction(work)
@@ -201,7 +205,8 @@ class HistoryStore:
     async def edit_slack_message(
         self, channel_id: str, slack_ts: str, content: str, tokens: int
     ) -> int:
-        """A person's message edited in Slack reads as edited here too."""
+        """A person's message edited in Slack reads as edited here too (one that shows a
+        thread's messages is rewritten whole: ThreadStore.rewrite)."""
         self.windows.forget(channel_id)
         statement = (
             update(MessageRow)
@@ -209,6 +214,7 @@ class HistoryStore:
                 MessageRow.channel_id == channel_id,
                 MessageRow.slack_ts == slack_ts,
                 MessageRow.role == "user",
+                MessageRow.context.is_(None),
             )
             .values(content=storable(content), tokens=tokens, edited_at=utcnow())
         )
@@ -258,6 +264,8 @@ def message_from(row: Any) -> Message:
         created_at=row.created_at,
         tokens=row.tokens,
         edited_at=row.edited_at,
+        context=Context.from_dict(row.context) if row.context else None,
+        asked=row.context.get("asked") if row.context else None,
     )
 
 

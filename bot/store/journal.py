@@ -71,11 +71,20 @@ def message_rows(turn: OpenTurn, messages: Sequence[Message]) -> tuple[list[Mess
             "slack_ts": message.slack_ts,
             "tokens": message.tokens,
             "created_at": message.created_at,
+            "context": stored_context(message),
         }
         for offset, message in enumerate(stored, start=1)
     ]
     turn.position = position + len(stored)
     return stored, rows
+
+
+def stored_context(message: Message) -> dict[str, Any] | None:
+    """What a question asked in a thread keeps of it: the thread's messages it showed, and
+    the question alone (None for any other message)."""
+    if message.context is None:
+        return None
+    return {"asked": message.asked, **message.context.to_dict()}
 
 
 def with_ids(stored: list[Message], rows: list[dict], returned: Any) -> list[Message]:  # type: ignore[type-arg]
@@ -177,6 +186,7 @@ _STORED = (
     "slack_ts",
     "tokens",
     "created_at",
+    "context",
 )
 #: the columns new_turn and finished set
 _NEW = ("channel_id", "user_id", "slack_ts", "outcome", "tools_called", "model", "api_mode")

@@ -91,6 +91,9 @@ class MessageRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     #: when a person last edited it in Slack
     edited_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    #: a question asked in a thread: the thread's messages its content shows (with their
+    #: Slack ts) and the question alone, so that the content follows Slack's changes
+    context: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
 
     __table_args__ = (
         UniqueConstraint("channel_id", "position", name="uq_messages_channel_position"),
@@ -98,6 +101,28 @@ class MessageRow(Base):
         Index("ix_messages_turn_id", "turn_id"),
         Index("ix_messages_created_at", "created_at"),
     )
+
+
+class PersonRow(Base):
+    """A Slack user's display name, as Slack last told it (the admin pages and the CLI,
+    which cannot ask Slack, show it beside the ID)."""
+
+    __tablename__ = "people"
+
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ThreadAskerRow(Base):
+    """Someone the bot answered in a thread of a channel: their replies there are follow-ups."""
+
+    __tablename__ = "thread_askers"
+
+    channel_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    thread_ts: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class ChannelRow(Base):

@@ -231,6 +231,7 @@ class AdminSite:
             shown=shown,
             sections=sections,
             channel_settings=[(key, settings[key]) for key in KEYS if key in settings],
+            names=await self.sessions.names(messages, turns),
         )
 
     @page

@@ -277,14 +277,20 @@ class FakeSlack(StreamMethods, StopsOnExit):
         user: str = "U1",
         ts: str | None = None,
         thread_ts: str | None = None,
+        **fields: Any,
     ) -> str:
-        """Put a message from someone else into a channel (the bot cannot update/delete it)."""
+        """Put a message from someone else into a channel (the bot cannot update/delete it);
+        ``fields``: more of Slack's (``bot_id``, ``files``, ``subtype``)."""
         with self._lock:
             ts = ts or self._next_ts()
-            self._messages[channel].append(
-                {"type": "message", "ts": ts, "text": text, "user": user, "thread_ts": thread_ts}
-            )
+            message = {"type": "message", "ts": ts, "text": text, "user": user}
+            self._messages[channel].append({**message, "thread_ts": thread_ts, **fields})
             return ts
+
+    def remove_message(self, channel: str, ts: str) -> None:
+        """Someone deleted their message (the event is the test's to send)."""
+        with self._lock:
+            self._messages[channel] = [m for m in self._messages[channel] if m["ts"] != ts]
 
     def add_file(
         self,
@@ -669,14 +675,21 @@ class FakeSlack(StreamMethods, StopsOnExit):
         return {"channel": info}
 
     def _conversations_history(self, args: dict[str, Any]) -> dict[str, Any]:
-        """Top-level messages (thread parents included), newest first."""
+        """Top-level messages (thread parents included), newest first; after ``oldest``."""
+        _known_args(args, _HISTORY_ARGS)
         channel = self._require_channel(args)
-        found = [m for m in self._messages.get(channel, []) if m["thread_ts"] in (None, m["ts"])]
+        oldest = _ts_key(str(args.get("oldest") or "0"))
+        found = [
+            m
+            for m in self._messages.get(channel, [])
+            if m["thread_ts"] in (None, m["ts"]) and _ts_key(m["ts"]) > oldest
+        ]
         found.sort(key=lambda m: _ts_key(m["ts"]), reverse=True)
         return self._listing(found, args, default_limit=100, max_limit=999)
 
     def _conversations_replies(self, args: dict[str, Any]) -> dict[str, Any]:
         """A thread: its parent (if the fake has seen it) and its replies, oldest first."""
+        _known_args(args, _REPLIES_ARGS)
         channel = self._require_channel(args)
         ts = args.get("ts")
         if not ts or not isinstance(ts, str):
@@ -721,6 +734,7 @@ class FakeSlack(StreamMethods, StopsOnExit):
         }
 
     def _users_info(self, args: dict[str, Any]) -> dict[str, Any]:
+        _known_args(args, {"user", "include_locale"})
         user = args.get("user")
         if not user or not isinstance(user, str) or user[0] not in "UWB":
             raise _SlackError("user_not_found")
@@ -939,6 +953,19 @@ def _check_text_object(obj: Any, limit: int, where: str, *, plain: bool = False)
 def _flag(value: Any) -> bool:
     """A boolean argument as Slack reads it: true, "true" or "1"."""
     return value is True or (isinstance(value, str) and value.lower() in ("true", "1"))
+
+
+#: the arguments conversations.history and conversations.replies take
+_HISTORY_ARGS = {"channel", "cursor", "limit", "oldest", "latest", "inclusive"}
+_HISTORY_ARGS |= {"include_all_metadata"}
+_REPLIES_ARGS = _HISTORY_ARGS | {"ts"}
+
+
+def _known_args(args: dict[str, Any], known: set[str]) -> None:
+    """A method refuses an argument it does not take (Slack ignores it; a test should not)."""
+    unknown = sorted(set(args) - known)
+    if unknown:
+        raise _SlackError("invalid_arguments", f"unknown argument(s): {', '.join(unknown)}")
 
 
 def _cursor(offset: int) -> str:

@@ -35,6 +35,8 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "assistant.threads.setSuggestedPrompts": {"assistant:write"},
     # a file Slack Connect gave without its URL
     "files.info": {"files:read"},
+    # the display names of the people of a thread around a question
+    "users.info": {"users:read"},
 }
 #: slack_sdk helpers and the methods they call
 HELPERS = {"chat.stream": {"chat.startStream", "chat.appendStream", "chat.stopStream"}}
