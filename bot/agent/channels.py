@@ -48,10 +48,6 @@ class Channels:
         """What the channel's turn reads of its settings."""
         return ChannelSettings.of(await self.store.get(channel_id))
 
-    async def answers_all(self, channel_id: str) -> bool:
-        """Whether every top-level message of the channel is a question (``answer_all``)."""
-        return (await self.settings(channel_id)).answer_all
-
     async def values(self, channel_id: str) -> dict[str, str]:
         return await self.store.get(channel_id)
 

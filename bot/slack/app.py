@@ -39,6 +39,7 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import telemetry
+from bot.channels import ChannelSettings
 from bot.config import SlackSettings
 from bot.errors import StoreError
 from bot.jobs import Job, ShuttingDown
@@ -56,7 +57,8 @@ log = logging.getLogger(__name__)
 
 Next = Callable[[], Awaitable[BoltResponse]]
 #: whether a channel answers every top-level message (bot.agent.channels)
-AnswersAll = Callable[[str], Awaitable[bool]]
+#: a channel's own settings, as its next turn reads them (bot.agent.channels)
+ChannelRules = Callable[[str], Awaitable[ChannelSettings]]
 _TYPE_NAME = re.compile(r"^[a-z_]{1,40}$")
 
 
@@ -92,11 +94,11 @@ def build_slack_app(
     identity: AuthorizeResult,
     worker: Worker,
     jobs: Jobs,
-    answers_all: AnswersAll | None = None,
+    channel_rules: ChannelRules | None = None,
     follow_ups: bool = False,
 ) -> AsyncApp:
     """The Bolt app. ``identity`` is the bot's auth.test, taken once at start-up;
-    ``answers_all`` tells a channel that answers every message (None: none does)."""
+    ``channel_rules`` reads a channel's own settings (None: every channel has the bot's)."""
 
     async def authorize() -> AuthorizeResult:
         return identity
@@ -132,7 +134,7 @@ def build_slack_app(
     )
     app.error(acknowledge_unhandled)
     app.use(Revocations(client))
-    app.use(IgnoreUnwanted(identity.team_id, answers_all, follow_ups=follow_ups))
+    app.use(IgnoreUnwanted(identity.team_id, channel_rules, follow_ups=follow_ups))
     app.use(SubmitOnce(jobs))
     listeners.register(app, worker)
     return app
@@ -166,13 +168,13 @@ class IgnoreUnwanted(AsyncMiddleware):
     def __init__(
         self,
         home_team: str | None,
-        answers_all: AnswersAll | None = None,
+        channel_rules: ChannelRules | None = None,
         *,
         follow_ups: bool = False,
     ) -> None:
         self.home_team = home_team
-        #: whether a channel answers every top-level message (its ``answer_all``)
-        self.answers_all = answers_all
+        #: a channel's own ``answer_all`` and ``follow_ups``, for messages without a mention
+        self.channel_rules = channel_rules
         self.follow_ups = follow_ups
 
     async def async_process(
@@ -198,10 +200,16 @@ class IgnoreUnwanted(AsyncMiddleware):
         found = understood(
             event, context.bot_user_id, home_team, body.get("event_time"), self.follow_ups
         )
-        if found is None and self.answers_all and unmentioned(event, context.bot_user_id):
+        if found is None and self.channel_rules and unmentioned(event, context.bot_user_id):
             try:  # one read by the channel's key, for such messages only
-                if await self.answers_all(str(event.get("channel"))):
-                    found = question_from(event, context.bot_user_id, home_team, answer_all=True)
+                rules = await self.channel_rules(str(event.get("channel")))
+                found = question_from(
+                    event,
+                    context.bot_user_id,
+                    home_team,
+                    bool(rules.follow_ups),
+                    answer_all=rules.answer_all,
+                )
             except StoreError as exc:
                 log.warning("could not read the settings of a channel (%s): answering 503", exc)
                 return BoltResponse(status=503, body="")

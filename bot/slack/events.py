@@ -158,15 +158,15 @@ def question_from(
 
 
 def unmentioned(event: dict[str, Any], bot_user_id: str | None) -> bool:
-    """A person's top-level message in a channel that does not mention the bot: a question
-    only where the channel answers every message (``answer_all``)."""
+    """A person's message in a channel that does not mention the bot: a question only
+    where the channel says so (``answer_all`` at the top level, ``follow_ups`` in a
+    thread)."""
     text = event.get("text")
     return (
         event.get("type") == "message"
         and event.get("channel_type") != "im"
         and event.get("subtype") in ANSWERED_SUBTYPES
         and not _from_a_bot(event, bot_user_id)
-        and _top_level(event)
         and not (isinstance(text, str) and mentions(text, bot_user_id))
     )
 

@@ -113,7 +113,7 @@ class SlackRuntime:
             identity=identity,
             worker=self.worker,
             jobs=jobs,
-            answers_all=self.services.channels.answers_all,
+            channel_rules=self.services.channels.settings,
             follow_ups=slack.FOLLOW_UPS,
         )
         if self.socket_mode:

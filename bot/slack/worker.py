@@ -140,6 +140,11 @@ class Worker:
         if not (user and thread_ts):
             return False
         try:
+            channels = self.conversations.channels
+            if channels is not None:
+                follow_ups = (await channels.settings(question.channel)).follow_ups
+                if follow_ups is False:  # the channel's own FOLLOW_UPS
+                    return False
             return await self.conversations.threads.was_answered(question.channel, thread_ts, user)
         except StoreError:
             log.warning("could not tell whether %s in %s follows up", question.ts, question.channel)

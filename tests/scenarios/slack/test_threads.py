@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from bot.agent.tokens import count_text
 from bot.slack.threads import MAX_PAGES
 from bot.store.db import create_engines
 from bot.store.threads import ThreadStore
+from tests.cli.helpers import run_bot
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
 from tests.fakes.slack_server import FakeSlack
@@ -209,6 +211,42 @@ async def test_without_follow_ups_a_reply_needs_a_mention(
 
     assert len(fake_openai.requests) == 1
     assert len(posts(fake_slack, "C1")) == 1
+
+
+@pytest.mark.parametrize(("everywhere", "here"), [("on", "off"), ("off", "on")])
+async def test_a_channels_own_follow_ups_outweighs_the_bots(
+    start_bot: Callable[..., RunningBot],
+    fake_slack: FakeSlack,
+    fake_openai: FakeOpenAI,
+    bot_database_url: str,
+    clock: Clock,
+    tmp_path: Path,
+    everywhere: str,
+    here: str,
+) -> None:
+    """FOLLOW_UPS says one thing, the channel's ``follow_ups`` the other -> the channel's
+    holds: its asker's reply without a mention is answered only where it is on."""
+    done = run_bot(
+        "channels",
+        "set",
+        "C1",
+        f"follow_ups={here}",
+        env={"DATABASE_URL": bot_database_url},
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    bot = start_bot(FOLLOW_UPS=everywhere)
+    parent = thread_of_three(fake_slack, clock)
+    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+
+    reply = in_thread("C1", clock.ts(), parent, "and assign it to Carol", mention=False)
+    assert (await bot.send(reply)).status_code == 200
+    await fake_slack.wait_for(lambda s: len(posts(s, "C1")) >= (2 if here == "on" else 1))
+    await bot.idle()
+
+    answered = [p for p in posts(fake_slack, "C1") if "assign it to Carol" in p["text"]]
+    assert len(answered) == (1 if here == "on" else 0)
+    assert len(fake_openai.requests) == (2 if here == "on" else 1)
 
 
 async def test_a_thread_message_deleted_in_slack_leaves_the_stored_context(
