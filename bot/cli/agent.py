@@ -49,7 +49,7 @@ def _decided(settings: Settings, approve: bool) -> Approver | None:
     return approver
 
 
-async def _ask(settings, incoming: Incoming, approver: Approver | None) -> int:  # type: ignore[no-untyped-def]
+async def _ask(settings: Settings, incoming: Incoming, approver: Approver | None) -> int:
     services = build_services(settings)
     try:
         await _tools_ready(services)
@@ -72,7 +72,7 @@ def chat(channel: str) -> int:
     return asyncio.run(_chat(settings, channel))
 
 
-async def _chat(settings, channel: str) -> int:  # type: ignore[no-untyped-def]
+async def _chat(settings: Settings, channel: str) -> int:
     services = build_services(settings)
     click.echo(f"Talking in session '{channel}'. Ctrl-D or 'exit' to leave.")
     try:
