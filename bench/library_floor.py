@@ -40,7 +40,7 @@ from starlette.routing import Route
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.slack_load import HOST, SECRET, TOKEN, free_port, mention
-from bot.config import Settings
+from bot.config import load_settings
 from bot.messages import Message, ToolSpec
 from bot.slack.app import web_client
 from bot.wiring import build_model
@@ -119,7 +119,7 @@ async def per_call(call: Callable[[], Awaitable[object]], cpu: Callable[[], floa
 
 
 async def measure(slack: FakeSlack, openai: FakeOpenAI) -> dict[str, float]:
-    settings = Settings(
+    settings = load_settings(
         OPENAI_API_KEY="bench-key", OPENAI_BASE_URL=openai.base_url, SLACK_API_URL=slack.api_url
     )
     model = build_model(settings)
@@ -138,7 +138,7 @@ async def measure(slack: FakeSlack, openai: FakeOpenAI) -> dict[str, float]:
                     if r.status != 200:
                         raise RuntimeError(f"ack status {r.status}")
 
-            client = web_client(settings.model_copy(update={"SLACK_BOT_TOKEN": TOKEN}), http)
+            client = web_client(settings.slack.model_copy(update={"SLACK_BOT_TOKEN": TOKEN}), http)
             figures["ack (Bolt, uvicorn)"] = await per_call(ack, bolt.cpu)
             figures["model request (openai SDK)"] = await per_call(
                 lambda: model.complete("You are a bot.", question, tools), time.thread_time

@@ -1,25 +1,25 @@
 """histbench plugin: the product's own history store, driven as the bot drives it.
 
-    DATABASE_URL=... python ../shared/bench/histbench.py --plugin bench/product_store.py
+    DATABASE_URL=... python histbench.py --plugin bench/product_store.py
 
-A copy of ../shared/bench/product_store.py, adapted to the store's API since the turn
-became a journal (bot.store.turns). The product is the Slack bot in the project checkout
-(package ``bot``, installed into the bench venv). Per turn the bot
-(bot.agent.conversations.Conversations._turn, bot.agent.loop) does:
+histbench, a history-store benchmark harness, is not part of this repository; this plugin
+drives the store's journal API (bot.store.turns). The product is the Slack bot in the
+project checkout (package ``bot``, installed into the bench venv). Per turn the bot
+(bot.agent.conversations.Conversations._new, bot.agent.loop) does:
 
 1. the user's message: ``Message.user(clean_text(text), user_id, slack_ts)``, its tokens
    counted (``count_message``);
-2. ``TurnStore.begin(record, user, HISTORY_TOKEN_BUDGET)``: reads the channel's window (or
+2. ``TurnStore.begin(state, HISTORY_TOKEN_BUDGET)``: reads the channel's window (or
    checks that the window kept from this process's last turn there is unchanged), then
    inserts the turn row and the user's message: on SQLite ONE transaction, on PostgreSQL
    ONE statement (the turn's INSERT a CTE of the message's) with no transaction around it
    (a channel with a turn cut short: one transaction that also marks it interrupted);
-3. ``select_window(begun.recent, budget)``: whole turns within the budget, repaired;
+3. ``select_window(state.history, budget)``: whole turns within the budget, repaired;
 4. the model's messages (tool call, tool result, answer), each counted
    (``bot.agent.loop._counted``);
-5. ``TurnStore.journal(turn, [tool call])``: the assistant message that asks for the call,
+5. ``TurnStore.save(state)``: the assistant message that asks for the call,
    stored before the call runs (one statement);
-6. ``TurnStore.finish(turn, record, [result, answer])``: inserts them and updates the turn
+6. ``TurnStore.finish(state)``: inserts them and updates the turn
    row: on SQLite ONE transaction, on PostgreSQL ONE statement (the UPDATE a CTE).
 
 All of that is one histbench turn here (steps 1-5, timed, including converting the
@@ -118,13 +118,14 @@ def _product() -> Any:
         from bot.agent.tokens import count_message
         from bot.agent.window import select_window
         from bot.jobs import open_jobs
-        from bot.messages import Message, Outcome, TurnRecord, utcnow
+        from bot.messages import Message, Outcome, Usage, utcnow
         from bot.store import migrate
         from bot.store.db import create_engines
         from bot.store.journal import NEWEST_POSITION
         from bot.store.models import MessageRow, TurnRow
         from bot.store.turns import TurnStore
         from bot.store.window import Windows, storable
+        from bot.turn import TurnState
 
         class NoKeptWindows(Windows):
             """Windows that never keep a channel's window between turns."""
@@ -138,7 +139,8 @@ def _product() -> Any:
             select_window=select_window,
             Message=Message,
             Outcome=Outcome,
-            TurnRecord=TurnRecord,
+            Usage=Usage,
+            TurnState=TurnState,
             utcnow=utcnow,
             migrate=migrate,
             create_engines=create_engines,
@@ -248,7 +250,7 @@ class ProductStore(Store):
         b = self.b = _product()
         await asyncio.to_thread(b.migrate.upgrade, url)
         windows = b.Windows() if self.keep_windows else b.NoKeptWindows()
-        # bot.wiring.build_services: TurnStore(create_engines(settings.DATABASE_URL), ...)
+        # bot.wiring.build_services: TurnStore(create_engines(settings.store.DATABASE_URL), ...)
         self.engines = b.create_engines(url)
         self.h = b.TurnStore(self.engines, windows)
         self.jobs = b.open_jobs(self.engines)
@@ -277,32 +279,37 @@ class ProductStore(Store):
         # Conversations._turn
         user = Message.user(b.clean_text(msgs[0]["content"]), user_id=USER_ID, slack_ts=ts)
         user = user.with_(tokens=count_message(user))
-        record = b.TurnRecord(
-            channel_id=key, user_id=USER_ID, slack_ts=ts, model=MODEL, api_mode=API_MODE
+        record = b.TurnState(
+            channel_id=key,
+            user_id=USER_ID,
+            slack_ts=ts,
+            model=MODEL,
+            api_mode=API_MODE,
+            messages=[user],
         )
-        begun = await self.h.begin(record, user, HISTORY_TOKEN_BUDGET)
-        record.id = begun.turn.id
-        history = b.select_window(begun.recent, HISTORY_TOKEN_BUDGET)
+        await self.h.begin(record, HISTORY_TOKEN_BUDGET)
+        history = b.select_window(record.history, HISTORY_TOKEN_BUDGET)
         # the loop's messages, counted as bot.agent.loop._counted counts them
         rest = []
         for m in msgs[1:]:
             message = Message.from_dict(m)
             rest.append(message.with_(tokens=count_message(message)))
         # the journal: each assistant message that calls tools, before its calls run
-        journaled = 0
-        for n, message in enumerate(rest):
+        for message in rest:
+            record.messages.append(message)
             if message.tool_calls:
-                await self.h.journal(begun.turn, rest[journaled : n + 1])
-                journaled = n + 1
+                await self.h.save(record)
         # Conversations._store
         calls = [c.name for m in rest for c in m.tool_calls]
         record.rounds = sum(1 for m in rest if m.tool_calls)
         record.tools_called = calls
         record.outcome = b.Outcome.ANSWERED
-        record.input_tokens = sum(m.tokens for m in history) + user.tokens
-        record.output_tokens = sum(m.tokens for m in rest if m.role == "assistant")
+        record.usage = b.Usage(
+            sum(m.tokens for m in history) + user.tokens,
+            sum(m.tokens for m in rest if m.role == "assistant"),
+        )
         record.latency_ms = round((time.perf_counter() - started) * 1000)
-        await self.h.finish(begun.turn, record, rest[journaled:])
+        await self.h.finish(record)
         return [m.to_dict() for m in history]
 
     async def load_window(self, key: str, max_rows: int) -> list[Msg]:

@@ -112,7 +112,7 @@ async def measure(database_url: str, size: int, turns: int) -> list[float]:
 
         async def handle(incoming: Incoming):  # type: ignore[no-untyped-def]
             async with services.jobs.hold(CHANNEL):  # as bot ask holds it
-                return await services.conversations.handle(incoming)
+                return await services.conversations.ask(incoming)
 
         for _ in range(10):  # warm-up: connections, caches, the tokenizer
             await handle(Incoming(CHANNEL, "what time is it?", "U1"))

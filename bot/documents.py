@@ -1,5 +1,5 @@
-"""The history documents of INTERFACE.md, shared by ``bot history --json``, the export and
-the admin API, so every view of a session says the same thing.
+"""The history documents of docs/interface.md, shared by ``bot history --json``, the export
+and the admin API, so every view of a session says the same thing.
 
 Pure: values in, JSON-ready dicts and text lines out; no database, no web, no CLI.
 """
@@ -12,7 +12,8 @@ import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from typing import Any, Literal
 
-from bot.messages import Message, SessionSummary, TurnRecord, iso
+from bot.messages import Message, SessionSummary, iso
+from bot.turn import TurnState
 
 ExportFormat = Literal["jsonl", "csv"]
 
@@ -69,7 +70,7 @@ def session_list(summaries: Iterable[SessionSummary]) -> list[dict[str, Any]]:
 
 
 def session_document(
-    channel_id: str, messages: Sequence[Message], turns: Sequence[TurnRecord]
+    channel_id: str, messages: Sequence[Message], turns: Sequence[TurnState]
 ) -> dict[str, Any]:
     """``history show --json`` (and the admin API's session): the messages in order, then
     the turns, oldest first."""
@@ -80,7 +81,7 @@ def session_document(
     }
 
 
-def turn_document(turn: TurnRecord) -> dict[str, Any]:
+def turn_document(turn: TurnState) -> dict[str, Any]:
     """One entry of a session's ``turns``: its bookkeeping and the feedback on its answer
     (then, when known, why it failed, the model and when it started)."""
     data: dict[str, Any] = {
@@ -136,7 +137,7 @@ async def export_lines(
 
 
 async def export_turn_lines(
-    turns: AsyncIterable[tuple[str, TurnRecord]], export_format: ExportFormat
+    turns: AsyncIterable[tuple[str, TurnState]], export_format: ExportFormat
 ) -> AsyncIterator[str]:
     """The turns' export as text lines, streamed: in JSONL each turn's document (as in
     ``history show --json``) with its channel first; in CSV one row a turn, its tools and

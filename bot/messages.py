@@ -1,6 +1,6 @@
 """Neutral values shared by the loop, the model adapters and storage.
 
-``Message.to_dict`` / ``from_dict`` are the history JSON of INTERFACE.md: a key that
+``Message.to_dict`` / ``from_dict`` are the history JSON of docs/interface.md: a key that
 does not apply is absent, except ``content`` of an assistant message that only calls
 tools, which is null.
 """
@@ -34,6 +34,32 @@ class Outcome(StrEnum):
     INTERRUPTED = "interrupted"
     AWAITING_APPROVAL = "awaiting_approval"
     EXPIRED = "expired"
+
+    @property
+    def stopped(self) -> bool:
+        """Stopped for a person, who may let it go on (approve, or Continue past the cap)."""
+        return self in _STOPPED
+
+    @property
+    def answered(self) -> bool:
+        """It ended with an answer (cut off, or at the round cap, included)."""
+        return self in _ANSWERED
+
+    @property
+    def final(self) -> bool:
+        """It ended with an answer and nothing is left to do (its answer takes feedback)."""
+        return self in _FINAL
+
+    @property
+    def failed(self) -> bool:
+        """It ended without an answer for a fault (the model's, the database's, a crash)."""
+        return self in _FAILED
+
+
+_STOPPED = frozenset({Outcome.AWAITING_APPROVAL, Outcome.MAX_ROUNDS})
+_ANSWERED = frozenset({Outcome.ANSWERED, Outcome.TRUNCATED, Outcome.MAX_ROUNDS})
+_FINAL = frozenset({Outcome.ANSWERED, Outcome.TRUNCATED})
+_FAILED = frozenset({Outcome.ERROR, Outcome.INTERRUPTED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,50 +264,6 @@ class Decision:
         return cls(data["action"], data.get("reason") or "")
 
 
-@dataclass(frozen=True)
-class TurnState:
-    """What a stopped turn needs beside its journal (its stored messages) to go on.
-
-    ``pending``: the assistant message whose writing calls wait for a person (it joins the
-    journal when the turn goes on); ``decisions``: what the person decided, by call id,
-    kept from the moment the turn goes on until it is stored; ``card``: where the shell
-    shows the turn's buttons (opaque here: only that message may be edited for the turn).
-    """
-
-    pending: Message | None = None
-    decisions: dict[str, Decision] = field(default_factory=dict)
-    paused_at: datetime | None = None
-    card: dict[str, str] | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {}
-        if self.pending is not None:
-            pending = self.pending.to_dict()
-            pending["tool_calls"] = [c.to_stored() for c in self.pending.tool_calls]
-            data["pending"] = pending
-        if self.decisions:
-            data["decisions"] = {k: d.to_dict() for k, d in self.decisions.items()}
-        if self.paused_at is not None:
-            data["paused_at"] = iso(self.paused_at)
-        if self.card is not None:
-            data["card"] = dict(self.card)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> TurnState:
-        data = data or {}
-        paused_at = data.get("paused_at")
-        return cls(
-            pending=Message.from_dict(data["pending"]) if data.get("pending") else None,
-            decisions={k: Decision.from_dict(d) for k, d in (data.get("decisions") or {}).items()},
-            paused_at=parse_iso(paused_at) if paused_at else None,
-            card=data.get("card"),
-        )
-
-    def with_(self, **changes: Any) -> TurnState:
-        return replace(self, **changes)
-
-
 #: the verdicts a person can give an answer
 POSITIVE, NEGATIVE = "positive", "negative"
 
@@ -293,35 +275,6 @@ class Feedback:
     user_id: str
     value: str
     at: datetime
-
-
-@dataclass(slots=True)
-class TurnRecord:
-    """One turn's bookkeeping, stored beside its messages."""
-
-    channel_id: str
-    user_id: str | None = None
-    slack_ts: str | None = None
-    rounds: int = 0
-    tools_called: list[str] = field(default_factory=list)
-    outcome: Outcome = Outcome.RUNNING
-    input_tokens: int = 0
-    output_tokens: int = 0
-    latency_ms: int | None = None
-    model: str | None = None
-    api_mode: str | None = None
-    error: str | None = None
-    id: int | None = None
-    started_at: datetime | None = None
-    #: a stopped turn's state; not part of the documents
-    state: TurnState = field(default_factory=TurnState, repr=False)
-    #: what people said of its answer, one verdict each (read for review, never written here)
-    feedback: list[Feedback] = field(default_factory=list)
-
-    @property
-    def error_message(self) -> str:
-        """What the person was told when the turn failed (``error`` is "kind: message")."""
-        return (self.error or "").partition(": ")[2]
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,11 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from bot import metrics
-from bot.config import Settings
+from bot.config import TelemetrySettings
 from bot.errors import ModelError
 from bot.logs import add_log_ids, current_log_id, log_context
-from bot.messages import Message, ModelReply, Outcome, TurnRecord
+from bot.messages import Message, ModelReply, Outcome
+from bot.turn import TurnState
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def capture_content(on: bool) -> None:
     _Content.captured = on
 
 
-def configure_tracing(settings: Settings) -> None:
+def configure_tracing(settings: TelemetrySettings) -> None:
     """Export spans over OTLP/HTTP to OTEL_EXPORTER_OTLP_ENDPOINT (its ``/v1/traces``), in
     batches; the exporter reads the other ``OTEL_EXPORTER_OTLP_*`` variables (headers, time
     limit) from the environment itself. Unset: nothing is traced, and the SDK is not loaded."""
@@ -96,14 +97,16 @@ def turn(channel: str | None, turn_id: int | None = None) -> Iterator[None]:
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": AGENT,
     }
+    if channel is not None:
+        attributes["gen_ai.conversation.id"] = channel
+    if channel is not None and turn_id is not None:
+        attributes["bot.turn.id"] = turn_id
     # a channel the caller's log_context named already (the Slack job's) stays on the lines
     with (
         log_context(channel=channel or current_log_id("channel"), turn_id=turn_id),
         metrics.TURNS_IN_FLIGHT.track_inprogress(),
         _TRACER.start_as_current_span(f"invoke_agent {AGENT}", attributes=attributes),
     ):
-        if channel is not None:
-            turn_began(turn_id, channel)
         yield
 
 
@@ -118,7 +121,7 @@ def turn_began(turn_id: int | None, channel: str | None = None) -> None:
         span.set_attribute("bot.turn.id", turn_id)
 
 
-def turn_ended(record: TurnRecord, seconds: float) -> None:
+def turn_ended(record: TurnState, seconds: float) -> None:
     """The turn (its stretch of ``seconds``) ended as ``record`` says: logged, counted, and
     written on its span."""
     log.info(

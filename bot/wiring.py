@@ -61,45 +61,48 @@ class Services:
 
 def build_model(settings: Settings) -> ChatModel:
     settings.require("OPENAI_API_KEY")
+    model, timeout_s = settings.model, settings.limits.MODEL_TIMEOUT_S
     client = openai.AsyncOpenAI(
-        api_key=settings.OPENAI_API_KEY,
-        base_url=settings.OPENAI_BASE_URL,
-        default_headers=settings.OPENAI_DEFAULT_HEADERS or None,
-        timeout=settings.MODEL_TIMEOUT_S,
+        api_key=model.OPENAI_API_KEY,
+        base_url=model.OPENAI_BASE_URL,
+        default_headers=model.OPENAI_DEFAULT_HEADERS or None,
+        timeout=timeout_s,
         max_retries=2,
         # aiohttp, as slack_sdk uses: httpx's pool costs far more CPU with many turns at once
-        http_client=openai.DefaultAioHttpClient(timeout=settings.MODEL_TIMEOUT_S),
+        http_client=openai.DefaultAioHttpClient(timeout=timeout_s),
     )
     options = ModelOptions(
-        settings.OPENAI_TEMPERATURE, settings.OPENAI_REASONING_EFFORT, settings.MAX_OUTPUT_TOKENS
+        model.OPENAI_TEMPERATURE, model.OPENAI_REASONING_EFFORT, model.MAX_OUTPUT_TOKENS
     )
-    if settings.LLM_API == "responses":
-        return ResponsesModel(client, settings.OPENAI_MODEL, options)
-    return ChatCompletionsModel(client, settings.OPENAI_MODEL, options)
+    if model.LLM_API == "responses":
+        return ResponsesModel(client, model.OPENAI_MODEL, options)
+    return ChatCompletionsModel(client, model.OPENAI_MODEL, options)
 
 
 def build_registry(settings: Settings, engines: Engines | None = None) -> ToolRegistry:
     """Every tool the model is offered. MCP servers connect in the background from the
     first use in an event loop on; ``registry.close()`` closes them. Without ``engines``
     (``bot tools``) the CRM tools get engines of their own, disposed at close."""
-    registry = ToolRegistry(default_timeout=settings.TOOL_TIMEOUT_S)
+    tool_timeout_s = settings.limits.TOOL_TIMEOUT_S
+    registry = ToolRegistry(default_timeout=tool_timeout_s)
     registry.add(get_current_time)
     if engines is None:
-        engines = create_engines(settings.DATABASE_URL)
+        engines = create_engines(settings.store.DATABASE_URL)
         registry.on_close(engines.dispose)
     registry.add_object(CrmTools(CrmStore(engines)), source="CRM")
-    jira = jira_tools(settings)
+    jira = jira_tools(settings.jira, tool_timeout_s)
     if jira is not None:
         registry.add_object(jira, source="Jira")
-    mcp_servers(settings, registry)
+    mcp_servers(settings.mcp.MCP_CONFIG, registry, tool_timeout_s)
     return registry
 
 
 def build_services(settings: Settings, *, model: ChatModel | None = None) -> Services:
     """Everything a shell needs, from the settings. ``model`` replaces the OpenAI one
     (benchmarks use an in-process model)."""
-    telemetry.capture_content(settings.OTEL_CAPTURE_CONTENT)
-    engines = create_engines(settings.DATABASE_URL)
+    limits = settings.limits
+    telemetry.capture_content(settings.telemetry.OTEL_CAPTURE_CONTENT)
+    engines = create_engines(settings.store.DATABASE_URL)
     windows = Windows()
     history = HistoryStore(engines, windows)
     registry = build_registry(settings, engines)
@@ -107,18 +110,18 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
     loop = Loop(
         model=chat_model,
         registry=registry,
-        system=settings.system_prompt(DEFAULT_SYSTEM_PROMPT),
-        max_rounds=settings.MAX_TOOL_ROUNDS,
-        deadline_s=settings.TURN_DEADLINE_S,
-        slots=ModelSlots(settings.MAX_CONCURRENT_TURNS),
+        system=settings.model.system_prompt(DEFAULT_SYSTEM_PROMPT),
+        max_rounds=limits.MAX_TOOL_ROUNDS,
+        deadline_s=limits.TURN_DEADLINE_S,
+        slots=ModelSlots(limits.MAX_CONCURRENT_TURNS),
     )
     conversations = Conversations(
         TurnStore(engines, windows),
         history,
         loop,
-        settings.HISTORY_TOKEN_BUDGET,
-        approval_timeout=timedelta(seconds=settings.APPROVAL_TIMEOUT_S),
-        per_person=PerPerson(settings.RATE_LIMIT_PER_USER),
+        settings.store.HISTORY_TOKEN_BUDGET,
+        approval_timeout=timedelta(seconds=limits.APPROVAL_TIMEOUT_S),
+        per_person=PerPerson(limits.RATE_LIMIT_PER_USER),
     )
     return Services(
         settings,
@@ -128,7 +131,7 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         conversations,
         Sessions(history),
         open_jobs(engines),
-        AdminLogins(AdminSessionStore(engines), settings.ADMIN_TOKEN)
-        if settings.ADMIN_TOKEN
+        AdminLogins(AdminSessionStore(engines), settings.web.ADMIN_TOKEN)
+        if settings.web.ADMIN_TOKEN
         else None,
     )

@@ -50,19 +50,19 @@ class PerPerson:
         self._item = RateLimitItemPerMinute(max(limit, 1), WINDOW_MIN)
         self._limiter = MovingWindowRateLimiter(MemoryStorage())
 
-    async def refusal(self, user_id: str | None) -> TurnRefused | None:
-        """Count a new turn of ``user_id``; why it is refused when it is one too many (else
-        None). A turn of nobody in particular (the command line) is not counted."""
+    async def admit(self, user_id: str | None) -> None:
+        """Count a new turn of ``user_id``; raises TurnRefused, saying why, when it is one too
+        many. A turn of nobody in particular (the command line) is not counted."""
         if not self.limit or user_id is None:
-            return None
+            return
         if await self._limiter.hit(self._item, user_id):
-            return None
+            return
         stats = await self._limiter.get_window_stats(self._item, user_id)
         minutes = max(1, math.ceil((stats.reset_time - time.time()) / 60))
         text = TOO_MANY.format(
             limit=self.limit, window=WINDOW_MIN, minutes=minutes, s="" if minutes == 1 else "s"
         )
-        return TurnRefused(text, kind="rate_limited")
+        raise TurnRefused(text, kind="rate_limited")
 
 
 class ModelSlots:

@@ -9,9 +9,10 @@ from datetime import datetime
 from typing import Any
 
 from bot.documents import ExportFormat, export_lines, export_turn_lines, session_document
-from bot.messages import Message, SessionSummary, TurnRecord
+from bot.messages import Message, SessionSummary
 from bot.store.feedback import FeedbackStore
 from bot.store.history import HistoryStore
+from bot.turn import TurnState
 
 
 class Sessions:
@@ -32,7 +33,7 @@ class Sessions:
     async def exists(self, channel_id: str) -> bool:
         return await self._history.has_channel(channel_id)
 
-    async def read(self, channel_id: str) -> tuple[list[Message], list[TurnRecord]]:
+    async def read(self, channel_id: str) -> tuple[list[Message], list[TurnState]]:
         """One session's messages and turns, in order."""
         return await self._history.messages(channel_id), await self._history.turns(channel_id)
 

@@ -8,10 +8,11 @@ import json
 import click
 
 from bot.agent.conversations import Incoming, Reply
-from bot.agent.loop import RUN, Approver
+from bot.agent.observer import RUN, UNOBSERVED, TurnObserver
 from bot.cli.common import prepare_database, settings_for
 from bot.config import Settings
 from bot.messages import Decision, ToolCall
+from bot.turn import TurnState
 from bot.wiring import Services, build_services
 
 
@@ -23,7 +24,7 @@ from bot.wiring import Services, build_services
 def ask(channel: str, user_id: str | None, approve: bool, text: tuple[str, ...]) -> int:
     """Run one turn of the agent in CHANNEL's session and print the answer."""
     settings = settings_for("OPENAI_API_KEY", log_level="WARNING")
-    prepare_database(settings)
+    prepare_database(settings.store)
     incoming = Incoming(channel, " ".join(text), user_id=user_id)
     return asyncio.run(_ask(settings, incoming, _decided(settings, approve)))
 
@@ -37,23 +38,43 @@ NOT_APPROVED = (
 )
 
 
-def _decided(settings: Settings, approve: bool) -> Approver | None:
+class Decided(TurnObserver):
+    """``bot ask``: every write decided in advance."""
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+
+    async def decide(self, state: TurnState, call: ToolCall) -> Decision:
+        return self.decision
+
+
+class AtPrompt(TurnObserver):
+    """``bot chat``: the person at the terminal approves each write."""
+
+    async def decide(self, state: TurnState, call: ToolCall) -> Decision:
+        try:
+            arguments = json.dumps(json.loads(call.arguments or "{}"), indent=2, ensure_ascii=False)
+        except json.JSONDecodeError:
+            arguments = call.arguments
+        click.echo(f"The bot wants to run {call.name} with:\n{arguments}")
+        answer = await asyncio.to_thread(input, "Allow it? [y/N] ")
+        if answer.strip().lower() in {"y", "yes"}:
+            return RUN
+        return Decision("decline", "Not done: the person declined this action.")
+
+
+def _decided(settings: Settings, approve: bool) -> TurnObserver:
     """Writes approved in advance (--approve), or declined with a reason the model reads."""
-    if not settings.WRITE_APPROVAL:
-        return None
-    decision = RUN if approve else Decision("decline", NOT_APPROVED)
-
-    async def approver(call: ToolCall) -> Decision:
-        return decision
-
-    return approver
+    if not settings.slack.WRITE_APPROVAL:
+        return UNOBSERVED
+    return Decided(RUN if approve else Decision("decline", NOT_APPROVED))
 
 
-async def _ask(settings: Settings, incoming: Incoming, approver: Approver | None) -> int:
+async def _ask(settings: Settings, incoming: Incoming, observer: TurnObserver) -> int:
     services = build_services(settings)
     try:
         await _tools_ready(services)
-        reply = await _turn(services, incoming, approver)
+        reply = await _turn(services, incoming, observer)
     finally:
         await services.close()
     if reply.ok:
@@ -68,7 +89,7 @@ async def _ask(settings: Settings, incoming: Incoming, approver: Approver | None
 def chat(channel: str) -> int:
     """A terminal conversation with the agent (Ctrl-D or 'exit' to leave)."""
     settings = settings_for("OPENAI_API_KEY", log_level="WARNING")
-    prepare_database(settings)
+    prepare_database(settings.store)
     return asyncio.run(_chat(settings, channel))
 
 
@@ -87,8 +108,8 @@ async def _chat(settings: Settings, channel: str) -> int:
                 return 0
             if not text.strip():
                 continue
-            approver = _ask_at_prompt if settings.WRITE_APPROVAL else None
-            reply = await _turn(services, Incoming(channel, text), approver)
+            observer = AtPrompt() if settings.slack.WRITE_APPROVAL else UNOBSERVED
+            reply = await _turn(services, Incoming(channel, text), observer)
             click.echo(("bot> " if reply.ok else "bot (error)> ") + reply.text)
     finally:
         await services.close()
@@ -100,20 +121,7 @@ async def _tools_ready(services: Services) -> None:
     await services.registry.ready(MCP_WAIT_S)
 
 
-async def _turn(services: Services, incoming: Incoming, approver: Approver | None) -> Reply:
+async def _turn(services: Services, incoming: Incoming, observer: TurnObserver) -> Reply:
     """One turn, with the channel held as a Slack turn would hold it."""
     async with services.jobs.hold(incoming.channel_id):
-        return await services.conversations.handle(incoming, approver=approver)
-
-
-async def _ask_at_prompt(call: ToolCall) -> Decision:
-    """``bot chat``: the person at the terminal approves each write."""
-    try:
-        arguments = json.dumps(json.loads(call.arguments or "{}"), indent=2, ensure_ascii=False)
-    except json.JSONDecodeError:
-        arguments = call.arguments
-    click.echo(f"The bot wants to run {call.name} with:\n{arguments}")
-    answer = await asyncio.to_thread(input, "Allow it? [y/N] ")
-    if answer.strip().lower() in {"y", "yes"}:
-        return RUN
-    return Decision("decline", "Not done: the person declined this action.")
+        return await services.conversations.ask(incoming, observer)

@@ -12,7 +12,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.config import Settings, load_settings
+from bot.config import Settings, StoreSettings, load_settings
 from bot.errors import BotError
 from bot.logs import configure_logging
 from bot.store import migrate
@@ -28,17 +28,18 @@ def settings_for(*required: str, log_level: str | None = None) -> Settings:
     when OTEL_EXPORTER_OTLP_ENDPOINT is set)."""
     settings = load_settings()
     settings.require(*required)
-    configure_logging(log_level or settings.LOG_LEVEL, settings.LOG_FORMAT)
-    if settings.OTEL_EXPORTER_OTLP_ENDPOINT:
+    telemetry = settings.telemetry
+    configure_logging(log_level or telemetry.LOG_LEVEL, telemetry.LOG_FORMAT)
+    if telemetry.OTEL_EXPORTER_OTLP_ENDPOINT:
         # loaded only then: the metrics and tracing modules cost a command that runs no turn
         # (history, crm) a tenth of a second
         from bot.telemetry import configure_tracing
 
-        configure_tracing(settings)
+        configure_tracing(telemetry)
     return settings
 
 
-def prepare_database(settings: Settings, *, create: bool = True) -> None:
+def prepare_database(settings: StoreSettings, *, create: bool = True) -> None:
     """Apply pending migrations; an unreachable database is one clear line. ``create=False``
     (a command that reads): a SQLite file that does not exist is refused, not created."""
     if not create:
@@ -53,7 +54,7 @@ def prepare_database(settings: Settings, *, create: bool = True) -> None:
         ) from None
 
 
-def require_database(settings: Settings) -> None:
+def require_database(settings: StoreSettings) -> None:
     """Refuse a SQLite DATABASE_URL whose file does not exist: a command that reads would
     create an empty database there and report that it holds nothing."""
     path = sqlite_file(settings.DATABASE_URL)
@@ -75,7 +76,7 @@ def sqlite_file(database_url: str) -> Path | None:
     return Path(database)
 
 
-def with_engine(settings: Settings, work: Callable[[AsyncEngine], Awaitable[T]]) -> T:
+def with_engine(settings: StoreSettings, work: Callable[[AsyncEngine], Awaitable[T]]) -> T:
     """Run ``work`` on an engine of DATABASE_URL, in one event loop; disposed of after."""
 
     async def run() -> T:

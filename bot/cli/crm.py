@@ -41,10 +41,10 @@ def import_(contacts: Path | None, accounts: Path | None) -> None:
     """Upsert CRM records by id from CSV files (with a header line), all or nothing."""
     if contacts is None and accounts is None:
         raise click.UsageError("give --contacts FILE, --accounts FILE or both")
-    settings = settings_for(log_level="WARNING")
-    prepare_database(settings)  # migrations first (bot.store.migrate.upgrade)
+    database = settings_for(log_level="WARNING").store
+    prepare_database(database)  # migrations first (bot.store.migrate.upgrade)
     try:
-        summary = with_engine(settings, lambda e: CrmStore(e).import_csv(contacts, accounts))
+        summary = with_engine(database, lambda e: CrmStore(e).import_csv(contacts, accounts))
     except CrmImportError as exc:
         click.echo(str(exc), err=True)
         raise click.exceptions.Exit(1) from None
@@ -107,10 +107,10 @@ def show(record_id: str, as_json: bool) -> None:
 
 def _reading(work: Callable[[CrmStore], Awaitable[T]]) -> T:
     """Run ``work`` on the CRM of an existing database (migrated first)."""
-    settings = settings_for(log_level="WARNING")
-    prepare_database(settings, create=False)
+    database = settings_for(log_level="WARNING").store
+    prepare_database(database, create=False)
     try:
-        return with_engine(settings, lambda engine: work(CrmStore(engine)))
+        return with_engine(database, lambda engine: work(CrmStore(engine)))
     except SQLAlchemyError as exc:
         raise BotError(f"the CRM could not be read ({type(exc).__name__})") from None
 

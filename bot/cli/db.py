@@ -16,14 +16,14 @@ def db() -> None:
 @db.command()
 def upgrade() -> None:
     """Apply pending migrations (Alembic upgrade to head)."""
-    settings = settings_for(log_level="WARNING")
-    prepare_database(settings)
+    database = settings_for(log_level="WARNING").store
+    prepare_database(database)
     click.echo(f"database at revision {migrate.head_revision()} (head)")
 
 
 @db.command()
 def current() -> None:
     """Show the database's revision."""
-    settings = settings_for(log_level="WARNING")
-    require_database(settings)
-    click.echo(migrate.current(settings.DATABASE_URL))
+    database = settings_for(log_level="WARNING").store
+    require_database(database)
+    click.echo(migrate.current(database.DATABASE_URL))

@@ -22,9 +22,10 @@ from bot.agent.sessions import Sessions
 from bot.cli.common import prepare_database, settings_for
 from bot.documents import EXPORT_FORMATS, ExportFormat, pretty_json, session_document, session_list
 from bot.errors import BotError
-from bot.messages import NEGATIVE, POSITIVE, Message, TurnRecord, utcnow
+from bot.messages import NEGATIVE, POSITIVE, Message, utcnow
 from bot.store.db import create_engines
 from bot.store.history import HistoryStore
+from bot.turn import TurnState
 
 T = TypeVar("T")
 
@@ -70,7 +71,7 @@ def list_sessions(as_json: bool) -> None:
 def show(channel: str, as_json: bool) -> None:
     """One session's messages in order, tool calls and results included, then its turns."""
 
-    async def read(sessions: Sessions) -> tuple[list[Message], list[TurnRecord]]:
+    async def read(sessions: Sessions) -> tuple[list[Message], list[TurnState]]:
         await _require_channel(sessions, channel)
         return await sessions.read(channel)
 
@@ -176,11 +177,11 @@ def purge(days: int, yes: bool) -> None:
 
 def _with_sessions(work: Callable[[Sessions], Awaitable[T]]) -> T:
     """Migrate, then run ``work`` against the sessions of a store built for this command."""
-    settings = settings_for(log_level="WARNING")
-    prepare_database(settings, create=False)
+    database = settings_for(log_level="WARNING").store
+    prepare_database(database, create=False)
 
     async def run() -> T:
-        engines = create_engines(settings.DATABASE_URL)
+        engines = create_engines(database.DATABASE_URL)
         try:
             return await work(Sessions(HistoryStore(engines)))
         finally:
@@ -233,7 +234,7 @@ def _transcript_entry(message: Message) -> str:
     return "\n".join(lines)
 
 
-def _turns_table(turns: Sequence[TurnRecord]) -> str:
+def _turns_table(turns: Sequence[TurnState]) -> str:
     rows = [
         [
             str(turn.id),

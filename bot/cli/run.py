@@ -39,10 +39,10 @@ def run(force_http: bool, port: int | None) -> int:
     # Socket Mode needs the app token, HTTP the signing secret; without --http either will do
     way_in = "SLACK_SIGNING_SECRET" if force_http else "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET"
     settings.require("SLACK_BOT_TOKEN", "OPENAI_API_KEY", way_in)
-    socket_mode = bool(settings.SLACK_APP_TOKEN) and not force_http
-    prepare_database(settings)
+    socket_mode = bool(settings.slack.SLACK_APP_TOKEN) and not force_http
+    prepare_database(settings.store)
     # uvloop: a faster event loop for a server that handles hundreds of turns at once
-    return uvloop.run(_serve(settings, socket_mode, port or settings.PORT))
+    return uvloop.run(_serve(settings, socket_mode, port or settings.web.PORT))
 
 
 async def _serve(settings: Settings, socket_mode: bool, port: int) -> int:
@@ -60,7 +60,7 @@ async def _serve(settings: Settings, socket_mode: bool, port: int) -> int:
     gc.freeze()
     config = uvicorn.Config(
         create_app(services, slack),
-        host=settings.HOST,
+        host=settings.web.HOST,
         port=port,
         lifespan="off",  # serving() below starts and stops everything
         log_config=None,

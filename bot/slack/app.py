@@ -38,7 +38,7 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot import telemetry
-from bot.config import Settings
+from bot.config import SlackSettings
 from bot.errors import StoreError
 from bot.jobs import Job, ShuttingDown
 from bot.jobs.runner import Jobs
@@ -67,7 +67,7 @@ class _TokenInClient(logging.Filter):
 _TOKEN_IN_CLIENT = _TokenInClient()
 
 
-def web_client(settings: Settings, session: aiohttp.ClientSession) -> WorkspaceClient:
+def web_client(settings: SlackSettings, session: aiohttp.ClientSession) -> WorkspaceClient:
     """The Web API client: SLACK_API_URL, one shared connection pool, and retries of 429s
     (after Retry-After) and of connection errors (not of a post that may have gone through);
     it stops once the workspace revokes the bot (bot.slack.workspace)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 
 from bot.agent.conversations import Conversations
-from bot.agent.loop import RUN
+from bot.agent.observer import RUN
 from bot.messages import Decision, Outcome
 from bot.slack.cards import APPROVE, CONTINUE, DECLINE
 from bot.slack.delivery import EXPIRED, Delivery
@@ -52,17 +52,17 @@ class Approvals:
         if turn is None or turn.channel_id != press.channel:
             log.warning("press on unknown turn %s in %s", press.turn_id, press.channel)
             return True
-        card = turn.state.card or {}
+        card = turn.card or {}
         thread = Thread(press.channel, card.get("thread_ts") or None)
         if press.external and press.action != CONTINUE:
             log.info("%s of another workspace may not answer turn %s", press.user, press.turn_id)
-            await self.poster.tell(thread, press.user, NOT_FROM_HERE)
+            await self.poster.post_ephemeral(thread, press.user, NOT_FROM_HERE)
             return True
         asker = turn.user_id
         recipient = Recipient(asker, press.team_id) if asker and press.team_id else None
         if press.user != turn.user_id and press.user not in self.admins:
             log.info("%s may not answer turn %s", press.user, press.turn_id)
-            await self.poster.tell(thread, press.user, ONLY_THE_REQUESTER)
+            await self.poster.post_ephemeral(thread, press.user, ONLY_THE_REQUESTER)
             return True
         if resumed and turn.outcome == Outcome.RUNNING:  # its process died while it went on
             await self.delivery.resume(
@@ -73,7 +73,9 @@ class Approvals:
             expired = turn.outcome == Outcome.EXPIRED
             if expired:
                 await self.delivery.close_card(turn, f":hourglass: {EXPIRED}")
-            await self.poster.tell(thread, press.user, EXPIRED if expired else ALREADY_HANDLED)
+            await self.poster.post_ephemeral(
+                thread, press.user, EXPIRED if expired else ALREADY_HANDLED
+            )
             return True
         if press.action == CONTINUE:
             if card:

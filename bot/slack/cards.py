@@ -23,8 +23,9 @@ from slack_sdk.models.blocks import (
     FeedbackButtonsElement,
 )
 
-from bot.messages import NEGATIVE, POSITIVE, ToolCall, TurnRecord
+from bot.messages import NEGATIVE, POSITIVE, ToolCall
 from bot.slack.format import escape, neutralise_mentions
+from bot.turn import TurnState
 
 APPROVE = "approve_write"
 DECLINE = "decline_write"
@@ -50,7 +51,7 @@ Describe = Callable[[ToolCall], str]
 
 
 def approval_card(
-    turn: TurnRecord,
+    turn: TurnState,
     calls: list[ToolCall],
     describe: Describe,
     *,
@@ -133,7 +134,7 @@ def _field(label: str, value: Any) -> dict[str, str]:
     return _mrkdwn(f"*{_safe(label)}*\n{_safe(shown) or '-'}")
 
 
-def _button(action: str, label: str, turn: TurnRecord, style: str | None = None) -> dict[str, Any]:
+def _button(action: str, label: str, turn: TurnState, style: str | None = None) -> dict[str, Any]:
     button: dict[str, Any] = {
         "type": "button",
         "action_id": action,

@@ -18,40 +18,52 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
 
 from bot.agent.conversations import Conversations, Reply
-from bot.agent.loop import PAUSE, Approver, DoneSink, ProgressSink
-from bot.config import Settings
-from bot.llm.base import TextSink
-from bot.messages import Decision, Outcome, ToolCall, TurnRecord
+from bot.agent.observer import PAUSE, TurnObserver
+from bot.config import SlackSettings
+from bot.messages import Decision, Outcome, ToolCall
 from bot.slack.cards import approval_card, continue_message, feedback_block
+from bot.slack.display import Display
 from bot.slack.events import Question, Thread
 from bot.slack.files import SlackFiles
 from bot.slack.live import LiveStatus
 from bot.slack.poster import Poster
 from bot.slack.stream import AnswerStream, Recipient
+from bot.tools.base import ToolResult
+from bot.turn import TurnState
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class Sinks:
-    """What a running turn tells the thread."""
+class InThread(TurnObserver):
+    """A turn watched from its thread: its steps and text go to ``display``; each write is
+    decided by ``decision`` (None: it runs)."""
 
-    on_progress: ProgressSink
-    on_text: TextSink | None = None
-    on_done: DoneSink | None = None
+    def __init__(self, display: Display, decision: Decision | None) -> None:
+        self.display = display
+        self.decision = decision
+        self.streams_text = display.streams_text
+
+    async def decide(self, state: TurnState, call: ToolCall) -> Decision:
+        return self.decision or await super().decide(state, call)
+
+    async def on_tools_start(self, state: TurnState, calls: Sequence[ToolCall]) -> None:
+        await self.display.steps(calls)
+
+    async def on_text(self, state: TurnState, delta: str) -> None:
+        await self.display.text(delta)
+
+    async def on_tool_end(self, state: TurnState, call: ToolCall, result: ToolResult) -> None:
+        await self.display.done(call, not result.ok)
 
 
-#: runs the turn, telling the thread what it does
-Work = Callable[[Sinks], Awaitable[Reply | None]]
+#: runs the turn, its observer told what it does
+Work = Callable[[TurnObserver], Awaitable[Reply | None]]
 #: told the ts of the message showing the turn once it is posted ("" once it is the answer)
 Posted = Callable[[str], Awaitable[None]]
 TITLE_MAX = 60
-#: the thread's status while a streamed answer is on its way (Slack clears it at the reply)
-THINKING = "is thinking…"
 EXPIRED = "This request expired, so nothing was done. Ask again if it is still needed."
 #: the result of a write asked for by someone of another workspace (what the model reads)
 NOT_FOR_GUESTS = (
@@ -61,58 +73,57 @@ NOT_FOR_GUESTS = (
 )
 
 
-async def _ask_a_person(call: ToolCall) -> Decision:
-    return PAUSE
-
-
-async def _refuse_a_guest(call: ToolCall) -> Decision:
-    return Decision("decline", NOT_FOR_GUESTS)
+#: what a write asked for by someone of another workspace gets
+_REFUSE_A_GUEST = Decision("decline", NOT_FOR_GUESTS)
 
 
 def _feedback(reply: Reply) -> list | None:  # type: ignore[type-arg]
     """The feedback buttons under an answer that ends its turn; None under any other."""
-    final = reply.ok and reply.outcome in (Outcome.ANSWERED, Outcome.TRUNCATED)
+    final = reply.ok and reply.outcome.final
     return [feedback_block(reply.turn_id)] if final and reply.turn_id else None
 
 
 class Delivery:
-    def __init__(self, conversations: Conversations, poster: Poster, settings: Settings):
+    def __init__(
+        self,
+        conversations: Conversations,
+        poster: Poster,
+        files: SlackFiles,
+        settings: SlackSettings,
+        *,
+        default_project: str | None,
+    ):
         self.conversations = conversations
         self.poster = poster
         self.settings = settings
-        self.files = SlackFiles(poster.client, settings)
-        #: asked before each write: with WRITE_APPROVAL the turn pauses for a person
-        self.approver: Approver | None = _ask_a_person if settings.WRITE_APPROVAL else None
+        self.files = files
+        #: JIRA_PROJECT, which an approval card names when the model named none
+        self.default_project = default_project
+        #: each write's decision: with WRITE_APPROVAL the turn pauses for a person
+        self.decision: Decision | None = PAUSE if settings.WRITE_APPROVAL else None
 
-    def approver_for(self, external: bool) -> Approver | None:
-        """Asked before each write of a turn: someone of another workspace gets none run,
-        whatever WRITE_APPROVAL says."""
-        return _refuse_a_guest if external else self.approver
+    def decision_for(self, external: bool) -> Decision | None:
+        """What each write of a turn gets: someone of another workspace gets none run,
+        whatever WRITE_APPROVAL says (None: it runs)."""
+        return _REFUSE_A_GUEST if external else self.decision
 
     async def working(self, question: Question) -> None:
-        await self.poster.working(question)
+        await self.poster.add_reaction(question)
         if question.pane:
             title = " ".join(question.incoming.text.split())
-            await self.poster.title(question.thread, title[:TITLE_MAX] or "New chat")
+            await self.poster.set_title(question.thread, title[:TITLE_MAX] or "New chat")
 
     async def answer(
         self, question: Question, *, resumed: bool = False, on_posted: Posted | None = None
     ) -> bool:
         """Answer a question; whether its turn was stored (and its reply posted)."""
 
-        async def work(sinks: Sinks) -> Reply:
+        async def work(observer: TurnObserver) -> Reply:
             incoming = question.incoming
             if question.files:
                 attachments = await self.files.read(question.files)
                 incoming = dataclasses.replace(incoming, attachments=attachments)
-            return await self.conversations.handle(
-                incoming,
-                approver=self.approver_for(question.external),
-                on_progress=sinks.on_progress,
-                on_text=sinks.on_text,
-                on_done=sinks.on_done,
-                resumed=resumed,
-            )
+            return await self.conversations.ask(incoming, observer, resumed=resumed)
 
         incoming = question.incoming
         recipient = None
@@ -125,6 +136,7 @@ class Delivery:
             resumed=resumed,
             on_posted=on_posted,
             recipient=recipient,
+            external=question.external,
         )
         return reply is not None and reply.turn_id is not None
 
@@ -142,18 +154,10 @@ class Delivery:
         someone of another workspace; ``recipient``: who its answer is for (a channel's
         stream needs them)."""
 
-        async def work(sinks: Sinks) -> Reply | None:
-            return await self.conversations.resume(
-                turn_id,
-                decisions,
-                approver=self.approver_for(external),
-                on_progress=sinks.on_progress,
-                on_text=sinks.on_text,
-                on_done=sinks.on_done,
-                resumed=resumed,
-            )
+        async def work(observer: TurnObserver) -> Reply | None:
+            return await self.conversations.resume(turn_id, decisions, observer, resumed=resumed)
 
-        return await self.run(thread, work, resumed=resumed, recipient=recipient)
+        return await self.run(thread, work, resumed=resumed, recipient=recipient, external=external)
 
     async def run(
         self,
@@ -164,84 +168,46 @@ class Delivery:
         resumed: bool = False,
         on_posted: Posted | None = None,
         recipient: Recipient | None = None,
+        external: bool = False,
     ) -> Reply | None:
-        stream = self._stream(thread, recipient, on_posted)
-        if stream is None:
-            return await self._run_live(thread, work, pane, resumed, on_posted)
-        await self.poster.status(thread, THINKING)
+        """Run one stretch of a turn (``work``) and show it in the thread: streamed where
+        Slack takes a stream, else a live message of its steps; then its reply."""
+        display = self._display(thread, recipient, pane, on_posted)
+        await display.start()
         reply = None
         try:
-            reply = await work(Sinks(stream.steps, stream.text, stream.done))
+            reply = await work(InThread(display, self.decision_for(external)))
         finally:
             try:
-                await self._end_stream(thread, stream, reply, resumed, on_posted)
+                answered = reply is not None and reply.ok and reply.outcome not in _NO_ANSWER
+                shown = await display.end(
+                    reply.text if reply is not None and answered else None,
+                    post_id=_post_id(reply) if reply is not None else None,
+                    blocks=_feedback(reply) if reply is not None else None,
+                    resumed=resumed,
+                )
+                if reply is not None:
+                    await self.post_reply(
+                        thread, reply, into=shown.into, held=shown.held, look_first=resumed
+                    )
+                await display.tidy(answered)
             finally:
-                await self.poster.status(thread, "")
+                await display.close()
         return reply
 
-    def _stream(
-        self, thread: Thread, recipient: Recipient | None, on_posted: Posted | None
-    ) -> AnswerStream | None:
-        """The turn's stream, where Slack takes one: a reply in a thread, in a channel for
-        the person who asked."""
-        in_dm = thread.channel.startswith("D")
-        if not self.settings.STREAM_ANSWERS or thread.thread_ts is None:
-            return None
-        if recipient is None and not in_dm:
-            return None
+    def _display(
+        self, thread: Thread, recipient: Recipient | None, pane: bool, on_posted: Posted | None
+    ) -> Display:
+        """The turn's stream, where Slack takes one (a reply in a thread, in a channel for
+        the person who asked); else a live message of its steps."""
         describe = self.conversations.describe
-        return AnswerStream(
-            self.poster.client, thread, describe, recipient=recipient, on_started=on_posted
-        )
-
-    async def _run_live(
-        self, thread: Thread, work: Work, pane: bool, resumed: bool, on_posted: Posted | None
-    ) -> Reply | None:
-        live = LiveStatus(
-            self.poster, thread, self.conversations.describe, pane=pane, on_posted=on_posted
-        )
-        reply = None
-        try:
-            reply = await work(Sinks(live.steps))
-        finally:
-            await live.close()
-        try:
-            if reply is not None:
-                await self.post_reply(thread, reply, look_first=resumed)
-        finally:
-            # after the answer: what the person waits for goes out first
-            await live.clear()
-        return reply
-
-    async def _end_stream(
-        self,
-        thread: Thread,
-        stream: AnswerStream,
-        reply: Reply | None,
-        resumed: bool,
-        on_posted: Posted | None,
-    ) -> None:
-        """The stream ends with the answer, and what it could not hold is posted after it;
-        a turn without an answer (yet) leaves no stream behind."""
-        answered = reply is not None and reply.ok and reply.outcome not in _NO_ANSWER
-        held = None
-        # a stretch resumed without a word streamed may have posted its answer before
-        if reply is not None and answered and not (resumed and stream.ts is None):
-            # the buttons go under the streamed message (an answer longer than it goes on
-            # in posts after it)
-            held = await stream.finish(reply.text, post_id=_post_id(reply), blocks=_feedback(reply))
-        else:
-            await stream.finish(None)
-        if reply is not None:
-            into = stream.ts if held is None and answered else None
-            await self.post_reply(thread, reply, into=into, held=held or 0, look_first=resumed)
-        if stream.ts is None:
-            return
-        if held is not None or answered:  # the message is (or was taken over by) the answer
-            if on_posted is not None:
-                await on_posted("")
-        else:  # after the card or the failure: what the person waits for goes out first
-            await self.poster.delete(thread.channel, stream.ts)
+        in_dm = thread.channel.startswith("D")
+        streams = self.settings.STREAM_ANSWERS and thread.thread_ts is not None
+        if streams and (recipient is not None or in_dm):
+            return AnswerStream(
+                self.poster, thread, describe, recipient=recipient, on_started=on_posted
+            )
+        return LiveStatus(self.poster, thread, describe, pane=pane, on_posted=on_posted)
 
     async def post_reply(
         self,
@@ -258,7 +224,7 @@ class Delivery:
         approval that expired."""
         if reply.outcome == Outcome.EXPIRED:
             return
-        stopped = reply.outcome in (Outcome.AWAITING_APPROVAL, Outcome.MAX_ROUNDS)
+        stopped = reply.outcome.stopped
         turn = await self.conversations.turn(reply.turn_id) if stopped and reply.turn_id else None
         if reply.outcome == Outcome.AWAITING_APPROVAL and turn is not None:
             text, blocks = self.card(turn)
@@ -278,15 +244,15 @@ class Delivery:
             text, blocks = continue_message(turn.id or 0, turn.rounds)
             await self._show_card(thread, turn, text, blocks, "continue", look_first)
 
-    def card(self, turn: TurnRecord, decided: str | None = None) -> tuple[str, list]:  # type: ignore[type-arg]
+    def card(self, turn: TurnState, decided: str | None = None) -> tuple[str, list]:  # type: ignore[type-arg]
         calls = self.conversations.pending_writes(turn)
-        describe, default = self.conversations.describe, self.settings.JIRA_PROJECT
+        describe, default = self.conversations.describe, self.default_project
         return approval_card(turn, calls, describe, default_project=default, decided=decided)
 
-    async def close_card(self, turn: TurnRecord, decided: str) -> None:
+    async def close_card(self, turn: TurnState, decided: str) -> None:
         """The turn's card (the one recorded, never another message) without its buttons,
         saying what became of it."""
-        card = turn.state.card
+        card = turn.card
         if card is None:
             return
         text, blocks = self.card(turn, decided)
@@ -295,7 +261,7 @@ class Delivery:
     async def _show_card(
         self,
         thread: Thread,
-        turn: TurnRecord,
+        turn: TurnState,
         text: str,
         blocks: list,
         kind: str,

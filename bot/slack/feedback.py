@@ -35,5 +35,5 @@ async def give_feedback(sessions: Sessions, poster: Poster, press: Press) -> boo
         return True
     log.info("%s feedback on turn %s in %s", verdict, press.turn_id, press.channel)
     thread = Thread(press.channel, press.thread_ts)
-    await poster.tell(thread, press.user, THANKS[verdict == POSITIVE])
+    await poster.post_ephemeral(thread, press.user, THANKS[verdict == POSITIVE])
     return True

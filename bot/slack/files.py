@@ -23,7 +23,6 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.agent.tokens import count_text
-from bot.config import Settings
 from bot.messages import Attachment
 from bot.slack.events import file_refs
 from bot.slack.poster import failure
@@ -76,10 +75,11 @@ class _Budget:
 class SlackFiles:
     """Reads a question's files with the client's token and connection pool."""
 
-    def __init__(self, client: AsyncWebClient, settings: Settings) -> None:
+    def __init__(self, client: AsyncWebClient, max_bytes: int, text_tokens: int) -> None:
         self.client = client
-        self.max_bytes = settings.FILE_MAX_BYTES
-        self.text_tokens = settings.FILE_TEXT_TOKENS
+        #: FILE_MAX_BYTES and FILE_TEXT_TOKENS
+        self.max_bytes = max_bytes
+        self.text_tokens = text_tokens
         api = urlsplit(client.base_url)
         self._api_origin = (api.scheme, api.netloc)
 

@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from bot.messages import ToolCall
+from bot.slack.display import Shown
 from bot.slack.events import Thread
 from bot.slack.format import escape, neutralise_mentions
 from bot.slack.poster import Poster
@@ -26,6 +28,10 @@ FIRST_POST_WAIT_S = 2.0
 
 
 class LiveStatus:
+    """A Display (bot.slack.display) of the steps alone: the answer is posted when done."""
+
+    streams_text = False
+
     def __init__(
         self,
         replies: Poster,
@@ -52,7 +58,7 @@ class LiveStatus:
         self._closed = False
 
     async def steps(self, calls: Sequence[ToolCall]) -> None:
-        """A ProgressSink: the round's calls are about to run."""
+        """The round's calls are about to run."""
         steps = [self.describe(call) for call in calls]
         if self.pane:  # the status line is plain text: it neither pings nor links
             self._want("\n".join(f"{step}…" for step in steps), status=True)
@@ -66,8 +72,25 @@ class LiveStatus:
             # (the post still goes on: asyncio.wait neither cancels nor raises)
             await asyncio.wait({self._pending}, timeout=FIRST_POST_WAIT_S)
 
-    async def close(self) -> None:
-        """The turn is over: nothing more goes out (``clear`` deletes the message)."""
+    async def start(self) -> None:
+        """The first step posts the message."""
+
+    async def text(self, piece: str) -> None:
+        """The answer is not shown until it is whole."""
+
+    async def done(self, call: ToolCall, failed: bool) -> None:
+        """A step's end shows as the next step (or the answer)."""
+
+    async def end(
+        self,
+        answer: str | None,
+        *,
+        post_id: str | None,
+        blocks: list[dict[str, Any]] | None,
+        resumed: bool,
+    ) -> Shown:
+        """The turn is over: nothing more goes out (``close`` deletes the message); the
+        answer is posted whole."""
         self._closed = True
         if self._pending is not None:
             if not self._lock.locked():  # waiting: cancelled; sending: let it finish
@@ -75,10 +98,14 @@ class LiveStatus:
             await asyncio.gather(self._pending, return_exceptions=True)
         async with self._lock:
             if self.pane:
-                await self.replies.status(self.thread, "")
+                await self.replies.set_status(self.thread, "")
+        return Shown()
 
-    async def clear(self) -> None:
-        """After ``close`` (and the answer): the live message goes."""
+    async def tidy(self, answered: bool) -> None:
+        """The message goes at ``close``, answered or not."""
+
+    async def close(self) -> None:
+        """After the answer (what the person waits for goes out first): the message goes."""
         if self.ts is not None:
             ts, self.ts = self.ts, None
             await self.replies.delete(self.thread.channel, ts)
@@ -100,7 +127,7 @@ class LiveStatus:
             self._shown, self._last = wanted, time.monotonic()
             text, status = wanted
             if status:
-                await self.replies.status(self.thread, text)
+                await self.replies.set_status(self.thread, text)
             elif self.ts is None:
                 self.ts = await self.replies.post(self.thread, text)
                 if self.ts is not None and self.on_posted is not None:

@@ -87,7 +87,7 @@ class Poster:
         self.client = client
         self.pacer = ChannelPacer()
 
-    async def working(self, question: Question) -> None:
+    async def add_reaction(self, question: Question) -> None:
         """Show that the bot is on it: a reaction on the person's message."""
         await self._quietly(
             "reactions.add",
@@ -96,7 +96,7 @@ class Poster:
             ),
         )
 
-    async def finished(self, channel: str, ts: str) -> None:
+    async def remove_reaction(self, channel: str, ts: str) -> None:
         """The progress reaction comes off the person's message ``ts``."""
         await self._quietly(
             "reactions.remove",
@@ -204,7 +204,7 @@ class Poster:
     async def delete(self, channel: str, ts: str) -> None:
         await self._quietly("chat.delete", self.client.chat_delete(channel=channel, ts=ts))
 
-    async def tell(self, thread: Thread, user: str, text: str) -> None:
+    async def post_ephemeral(self, thread: Thread, user: str, text: str) -> None:
         """A message only ``user`` sees. Lost with a dropped connection (it cannot be looked
         up, so it is not sent again)."""
         call = self.client.chat_postEphemeral(
@@ -212,21 +212,23 @@ class Poster:
         )
         await self._quietly("chat.postEphemeral", call)
 
-    async def status(self, thread: Thread, status: str) -> None:
+    async def set_status(self, thread: Thread, status: str) -> None:
         """The assistant pane's status line ("" clears it)."""
         call = self.client.assistant_threads_setStatus(
             channel_id=thread.channel, thread_ts=thread.thread_ts or "", status=status
         )
         await self._quietly("assistant.threads.setStatus", call)
 
-    async def suggest(self, channel: str, prompts: list[dict[str, str]], title: str) -> None:
+    async def set_suggested_prompts(
+        self, channel: str, prompts: list[dict[str, str]], title: str
+    ) -> None:
         """Prompts pinned at the top of the bot's DM (the agent view's Messages tab)."""
         call = self.client.assistant_threads_setSuggestedPrompts(
             channel_id=channel, prompts=prompts, title=title
         )
         await self._quietly("assistant.threads.setSuggestedPrompts", call)
 
-    async def title(self, thread: Thread, title: str) -> None:
+    async def set_title(self, thread: Thread, title: str) -> None:
         call = self.client.assistant_threads_setTitle(
             channel_id=thread.channel, thread_ts=thread.thread_ts or "", title=title
         )

@@ -24,13 +24,14 @@ from slack_sdk.web.async_client import AsyncWebClient
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from bot.config import Settings
+from bot.config import Settings, hint
 from bot.errors import AccessRevoked, BotError, SettingsError, StoreError
 from bot.messages import utcnow
 from bot.slack import ingress
 from bot.slack.app import build_slack_app, web_client
 from bot.slack.approvals import Approvals
 from bot.slack.delivery import Delivery
+from bot.slack.files import SlackFiles
 from bot.slack.poster import Poster
 from bot.slack.worker import Worker
 from bot.slack.workspace import TOKEN_GONE
@@ -49,10 +50,6 @@ RETAIN_EVERY_S = 86_400.0
 EXPIRE_EVERY_S = 60.0
 #: what auth.test (or apps.connections.open) answers for a token that will not work again
 REFUSED_FOR_GOOD = TOKEN_GONE | {"invalid_auth", "token_expired"}
-_TOKEN_HINTS = {
-    "SLACK_BOT_TOKEN": "the bot token from your Slack app's OAuth page (xoxb-...)",
-    "SLACK_APP_TOKEN": "an app-level token with connections:write (xapp-...)",
-}
 
 
 class SlackRuntime:
@@ -85,18 +82,25 @@ class SlackRuntime:
         return await ingress.handle(request, self.app, self._secret)
 
     async def start(self) -> None:
+        slack, limits = self.settings.slack, self.settings.limits
         self._session = aiohttp.ClientSession()
-        client = web_client(self.settings, self._session)
+        client = web_client(slack, self._session)
         identity = await self._identify(client)
-        conversations = self.services.conversations
-        delivery = Delivery(conversations, Poster(client), self.settings)
-        approvals = Approvals(delivery, self.settings.ADMIN_SLACK_USERS)
+        files = SlackFiles(client, limits.FILE_MAX_BYTES, limits.FILE_TEXT_TOKENS)
+        delivery = Delivery(
+            self.services.conversations,
+            Poster(client),
+            files,
+            slack,
+            default_project=self.settings.jira.JIRA_PROJECT,
+        )
+        approvals = Approvals(delivery, slack.ADMIN_SLACK_USERS)
         jobs = self.services.jobs
         self.worker = Worker(delivery, approvals, self.services.sessions, jobs)
         await jobs.start(self.worker)
-        every = min(EXPIRE_EVERY_S, max(self.settings.APPROVAL_TIMEOUT_S / 4, 0.1))
+        every = min(EXPIRE_EVERY_S, max(limits.APPROVAL_TIMEOUT_S / 4, 0.1))
         self._every(approvals.expire, every, "look for expired approval requests")
-        if self.settings.HISTORY_RETENTION_DAYS is not None:
+        if self.settings.store.HISTORY_RETENTION_DAYS is not None:
             self._every(self._retain, RETAIN_EVERY_S, "delete history past its retention")
         self.app = build_slack_app(
             client=client,
@@ -108,14 +112,14 @@ class SlackRuntime:
             # Bolt's default ping is every 10 s: a connection that stopped answering would be
             # given up only after four missed pongs, 40 s; here after 20 s
             self._socket = ingress.CheckedSocketModeHandler(
-                self.app, self.settings.SLACK_APP_TOKEN, ping_interval=SOCKET_PING_S
+                self.app, slack.SLACK_APP_TOKEN, ping_interval=SOCKET_PING_S
             )
             # a refused app token is one line here; the Socket Mode client itself would retry
             # it forever. Its URL is used at once (apps.connections.open is rate-limited).
             self._socket.client.wss_uri = await self._socket_url(client)
             await self._socket.connect_async()
         else:
-            self._secret = self.settings.SLACK_SIGNING_SECRET.encode()
+            self._secret = slack.SLACK_SIGNING_SECRET.encode()
         log.info(
             "Slack connected as %s in %s via %s",
             identity.bot_user_id,
@@ -140,7 +144,7 @@ class SlackRuntime:
 
     async def _retain(self) -> None:
         """HISTORY_RETENTION_DAYS: what is older leaves the history."""
-        days = self.settings.HISTORY_RETENTION_DAYS or 0
+        days = self.settings.store.HISTORY_RETENTION_DAYS or 0
         purged = await self.services.sessions.purge(utcnow() - timedelta(days=days))
         log.info("retention: %d message(s) older than %g days deleted", purged, days)
 
@@ -148,12 +152,13 @@ class SlackRuntime:
         async with self._refusals("SLACK_BOT_TOKEN"):
             found = await client.auth_test()
         return AuthorizeResult.from_auth_test_response(
-            auth_test_response=found, bot_token=self.settings.SLACK_BOT_TOKEN
+            auth_test_response=found, bot_token=self.settings.slack.SLACK_BOT_TOKEN
         )
 
     async def _socket_url(self, client: AsyncWebClient) -> str:
+        token = self.settings.slack.SLACK_APP_TOKEN
         async with self._refusals("SLACK_APP_TOKEN"):
-            opened = await client.apps_connections_open(app_token=self.settings.SLACK_APP_TOKEN)
+            opened = await client.apps_connections_open(app_token=token)
         return opened["url"]
 
     @contextlib.asynccontextmanager
@@ -168,10 +173,10 @@ class SlackRuntime:
             if error in REFUSED_FOR_GOOD:
                 raise AccessRevoked(
                     f"{refused}: it is mistyped, revoked or the app was uninstalled; reinstall "
-                    f"the app and put {_TOKEN_HINTS[token_name]} in it (exit status 3: "
+                    f"the app and put {hint(token_name)} in it (exit status 3: "
                     "restarting as is will not help)"
                 ) from None
-            raise SettingsError(f"{refused}: put {_TOKEN_HINTS[token_name]} in it.") from None
+            raise SettingsError(f"{refused}: put {hint(token_name)} in it.") from None
         except (aiohttp.ClientError, TimeoutError) as exc:
             await self.stop()
             raise BotError(

@@ -28,13 +28,13 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web.async_chat_stream import AsyncChatStream
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.messages import ToolCall
+from bot.slack.display import Shown
 from bot.slack.events import Thread
 from bot.slack.format.escape import neutralise_mentions, strip_bidi
 from bot.slack.format.markdown import MarkdownSafety
-from bot.slack.poster import POST_EVENT, Blocks, failure
+from bot.slack.poster import POST_EVENT, Blocks, Poster, failure
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ STREAM_LIMIT = 10_000
 TITLE_MAX = 250
 #: each task shown in the order it happens, with the text around it
 TASK_DISPLAY_MODE = "timeline"
+#: the thread's status while a streamed answer is on its way
+THINKING = "is thinking…"
 SLACK_FAILURES = (SlackApiError, SlackRequestError, aiohttp.ClientError, TimeoutError)
 
 
@@ -58,9 +60,13 @@ class Recipient:
 
 
 class AnswerStream:
+    """A Display (bot.slack.display) that streams the answer, each tool call a task."""
+
+    streams_text = True
+
     def __init__(
         self,
-        client: AsyncWebClient,
+        poster: Poster,
         thread: Thread,
         describe: Callable[[ToolCall], str],
         *,
@@ -70,7 +76,8 @@ class AnswerStream:
         on_started: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         assert thread.thread_ts is not None, "a stream is a reply in a thread"
-        self.client, self.thread, self.describe = client, thread, describe
+        self.poster, self.client = poster, poster.client
+        self.thread, self.describe = thread, describe
         self.recipient, self.interval, self.limit = recipient, interval, limit
         self.on_started = on_started
         self._streamer: AsyncChatStream | None = None
@@ -90,7 +97,7 @@ class AnswerStream:
         return self._streamer.ts if self._streamer is not None else None
 
     async def steps(self, calls: Sequence[ToolCall]) -> None:
-        """A ProgressSink: the round's text is over; its calls start, each a task."""
+        """The round's text is over; its calls start, each a task."""
         if self._round[self._fed :]:
             self._add_text(self._round[self._fed :])
         if self._round:  # what the model said before its calls stays, apart from what follows
@@ -100,12 +107,12 @@ class AnswerStream:
         self._want()
 
     async def done(self, call: ToolCall, failed: bool) -> None:
-        """A DoneSink: the call's task is complete (or failed)."""
+        """The call's task is complete (or failed)."""
         self._pending.append(self._task(call, "error" if failed else "complete"))
         self._want()
 
     async def text(self, piece: str) -> None:
-        """A TextSink: the model wrote ``piece``; what can be cut off goes out."""
+        """The model wrote ``piece``; what can be cut off goes out."""
         self._round += piece
         if self._full or self._failed:  # the rest waits for finish (or goes posted)
             return
@@ -113,6 +120,39 @@ class AnswerStream:
         if cut > self._fed and self._add_text(self._round[self._fed : cut]):
             self._fed = cut
             self._want()
+
+    async def start(self) -> None:
+        """The thread's status says the bot is thinking (Slack clears it at the reply)."""
+        await self.poster.set_status(self.thread, THINKING)
+
+    async def end(
+        self,
+        answer: str | None,
+        *,
+        post_id: str | None,
+        blocks: Blocks | None,
+        resumed: bool,
+    ) -> Shown:
+        """The stream ends with ``answer`` (the buttons under it); what it could not hold is
+        posted after it, into the streamed message when it holds none of it."""
+        # taken over without a word streamed: its answer may have been posted before
+        shown = None if resumed and self.ts is None else answer
+        held = await self.finish(shown, post_id=post_id, blocks=blocks)
+        return Shown(self.ts if held is None and answer is not None else None, held or 0)
+
+    async def tidy(self, answered: bool) -> None:
+        """The streamed message is the answer (whoever takes over is told), or it goes:
+        after the card or the failure, what the person waits for goes out first."""
+        if self.ts is None:
+            return
+        if answered:
+            if self.on_started is not None:
+                await self.on_started("")
+        else:
+            await self.poster.delete(self.thread.channel, self.ts)
+
+    async def close(self) -> None:
+        await self.poster.set_status(self.thread, "")
 
     async def finish(
         self, answer: str | None, *, post_id: str | None = None, blocks: Blocks | None = None

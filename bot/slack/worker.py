@@ -153,7 +153,7 @@ class Worker:
         deleted, withdrawn = await self.conversations.delete(change.channel, change.ts)
         await self.jobs.forget(change.channel, change.ts)
         for turn in withdrawn:  # its card showed what the model made of the question
-            card = turn.state.card
+            card = turn.card
             if card is not None:
                 await self.poster.update(card["channel"], card["ts"], QUESTION_DELETED)
         return deleted
@@ -167,7 +167,7 @@ class Worker:
         sign = self._signs.pop((channel, ts), None)
         if sign is not None:
             await asyncio.gather(sign, return_exceptions=True)  # on before it comes off
-        await self.poster.finished(channel, ts)
+        await self.poster.remove_reaction(channel, ts)
 
     def _learn_name(self, channel: str) -> None:
         """Once per channel and process, after an answer (a DM has no name)."""

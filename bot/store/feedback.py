@@ -9,9 +9,10 @@ from collections.abc import Sequence
 from sqlalchemy import Connection, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from bot.messages import NEGATIVE, POSITIVE, Feedback, TurnRecord, utcnow
+from bot.messages import NEGATIVE, POSITIVE, Feedback, utcnow
 from bot.store.db import Engines, insert_for, store_errors
 from bot.store.models import FeedbackRow, TurnRow
+from bot.turn import TurnState
 
 FEEDBACK = FeedbackRow.__table__
 TURNS = TurnRow.__table__
@@ -48,7 +49,7 @@ class FeedbackStore:
         return await self.engines.transaction(work)
 
 
-async def attach(connection: AsyncConnection, turns: Sequence[TurnRecord]) -> None:
+async def attach(connection: AsyncConnection, turns: Sequence[TurnState]) -> None:
     """Each turn's feedback, oldest first, into ``turn.feedback``."""
     ids = [turn.id for turn in turns if turn.id is not None]
     if not ids:

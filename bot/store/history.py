@@ -18,8 +18,7 @@ from bot.messages import (
     Outcome,
     SessionSummary,
     ToolCall,
-    TurnRecord,
-    TurnState,
+    Usage,
     utcnow,
 )
 from bot.store.db import Engines, insert_for, store_errors
@@ -27,6 +26,7 @@ from bot.store.feedback import attach
 from bot.store.feedback import counts as feedback_counts
 from bot.store.models import ChannelRow, MessageRow, TurnRow
 from bot.store.window import Windows, storable
+from bot.turn import TurnState
 
 T = TypeVar("T")
 
@@ -60,7 +60,7 @@ class HistoryStore:
 
     def iter_turns(
         self, channel_id: str | None = None, batch: int = 1000
-    ) -> AsyncIterator[tuple[str, TurnRecord]]:
+    ) -> AsyncIterator[tuple[str, TurnState]]:
         """Every recorded turn (of one channel or all), oldest first, with its feedback, read
         in batches."""
         return self._in_batches(TurnRow, turn_from, channel_id, batch, complete=attach)
@@ -92,7 +92,7 @@ class HistoryStore:
             last_id = rows[-1].id
 
     @store_errors
-    async def turns(self, channel_id: str) -> list[TurnRecord]:
+    async def turns(self, channel_id: str) -> list[TurnState]:
         async with self.engines.reads.connect() as connection:
             rows = await connection.execute(
                 select(TurnRow.__table__)
@@ -261,22 +261,22 @@ def message_from(row: Any) -> Message:
     )
 
 
-def turn_from(row: Any) -> TurnRecord:
-    """A TurnRecord from a row of the turns table."""
-    return TurnRecord(
+def turn_from(row: Any) -> TurnState:
+    """A turn as its row of the turns table has it (its messages are not read)."""
+    turn = TurnState(
         channel_id=row.channel_id,
         user_id=row.user_id,
         slack_ts=row.slack_ts,
         rounds=row.rounds,
         tools_called=list(row.tools_called or ()),
         outcome=Outcome(row.outcome),
-        input_tokens=row.input_tokens,
-        output_tokens=row.output_tokens,
+        usage=Usage(row.input_tokens, row.output_tokens),
         latency_ms=row.latency_ms,
         model=row.model,
         api_mode=row.api_mode,
         error=row.error,
         id=row.id,
         started_at=row.started_at,
-        state=TurnState.from_dict(row.state),
     )
+    turn.restore_waiting(row.state)
+    return turn

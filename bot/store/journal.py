@@ -10,9 +10,10 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select, update
 
-from bot.messages import Message, Outcome, TurnRecord, TurnState, utcnow
+from bot.messages import Message, Outcome, utcnow
 from bot.store.models import MessageRow, TurnRow
 from bot.store.window import Window, storable
+from bot.turn import TurnState
 
 TURNS = TurnRow.__table__
 MESSAGES = MessageRow.__table__
@@ -126,7 +127,7 @@ def close_journal(connection: Connection, channel_id: str, window: Window, unans
     window.extend(after, stored)
 
 
-def new_turn(record: TurnRecord) -> dict[str, Any]:
+def new_turn(record: TurnState) -> dict[str, Any]:
     return {
         "channel_id": record.channel_id,
         "user_id": record.user_id,
@@ -139,7 +140,7 @@ def new_turn(record: TurnRecord) -> dict[str, Any]:
     }
 
 
-def finished(record: TurnRecord) -> dict[str, Any]:
+def finished(record: TurnState) -> dict[str, Any]:
     return {
         "rounds": record.rounds,
         "tools_called": list(record.tools_called),
@@ -150,13 +151,9 @@ def finished(record: TurnRecord) -> dict[str, Any]:
         "model": record.model,
         "api_mode": record.api_mode,
         "error": record.error,
-        "state": state_of(record.state),
+        "state": record.waiting(),
         "finished_at": utcnow(),
     }
-
-
-def state_of(state: TurnState) -> dict[str, Any] | None:
-    return state.to_dict() or None
 
 
 # -- PostgreSQL: a turn's writes, each ONE statement with no transaction around it ----------
@@ -229,7 +226,7 @@ _INSERT_FINISHING = (
 
 
 def insert_begun(
-    connection: Connection, record: TurnRecord, channel_id: str, after: int | None, user: Message
+    connection: Connection, record: TurnState, channel_id: str, after: int | None, user: Message
 ) -> tuple[OpenTurn, Message]:
     """A running turn and the person's message after position ``after``, in one statement."""
     turn = OpenTurn(0, channel_id, after)

@@ -1,10 +1,10 @@
 """TurnStore: a turn's lifecycle and its journal.
 
-A turn is journaled as it goes: ``begin`` stores the person's message with a running turn;
-``journal`` stores the turn's new messages before the tool calls of a round run (the
-assistant message that asks for them, with the writes' markers); ``finish`` stores the rest
-with the outcome. Whoever resumes a turn (``reopen``) reads what is stored and goes on
-from there. Call these with the channel held (bot.jobs): the turn is then the only writer
+A turn (bot.turn.TurnState) is journaled as it goes: ``begin`` stores the person's message
+with a running turn; ``save`` stores the turn's new messages before the tool calls of a
+round run (the assistant message that asks for them, with the writes' markers); ``finish``
+stores the rest with the outcome. Whoever goes on with a turn ``load``s it and goes on from
+there. Call these with the channel held (bot.jobs): the turn is then the only writer
 of its channel, so its messages' positions are known without asking.
 
     begin --> running --journal*--> finish: answered | truncated | error | max_rounds
@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Connection, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.messages import Decision, Message, Outcome, TurnRecord, TurnState, utcnow
+from bot.messages import Decision, Message, Outcome, utcnow
 from bot.store.db import Engines, store_errors
 from bot.store.group_commit import GroupCommit
 from bot.store.history import message_from, turn_from
@@ -41,33 +40,12 @@ from bot.store.journal import (
     finished,
     insert_begun,
     new_turn,
-    state_of,
 )
 from bot.store.window import BEYOND_POSITIONS as BEYOND
 from bot.store.window import Window, Windows, read_window, window_of
+from bot.turn import TurnState
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class BegunTurn:
-    """A turn just begun: the stored person's message, and the channel's recent history
-    before it (oldest first)."""
-
-    turn: OpenTurn
-    user: Message
-    recent: list[Message]
-
-
-@dataclass(frozen=True)
-class ReopenedTurn:
-    """A turn to go on with: its record, the channel's history before it, and its own
-    stored messages (its journal), oldest first."""
-
-    turn: OpenTurn
-    record: TurnRecord
-    before: list[Message]
-    journal: list[Message]
 
 
 class TurnStore:
@@ -82,21 +60,20 @@ class TurnStore:
         self._journaling = GroupCommit(self._journal_all)
 
     @store_errors
-    async def begin(
-        self, record: TurnRecord, user: Message, budget: int, unanswered: str | None = None
-    ) -> BegunTurn:
-        """Store the person's message and a running turn, after reading the channel's window
-        within ``budget`` (one transaction: this runs every turn). A turn of the channel
-        still marked running was cut short and nobody resumed it: it is marked interrupted,
-        and calls of its that never got a result get ``unanswered`` (if given) as theirs."""
-        channel_id = record.channel_id
+    async def begin(self, state: TurnState, budget: int, unanswered: str | None = None) -> None:
+        """Store a new turn (running) and its question (``state.messages[0]``), after reading
+        the channel's recent history within ``budget`` into ``state.history`` (one
+        transaction: this runs every turn). A turn of the channel still marked running was cut
+        short and nobody resumed it: it is marked interrupted, and calls of its that never got
+        a result get ``unanswered`` (if given) as theirs."""
+        channel_id, user = state.channel_id, state.messages[0]
         deletions = self.windows.deletions
         kept = self.windows.take_out(channel_id)
 
         def work(connection: Connection) -> tuple[Window, OpenTurn, Message]:
             window = window_of(connection, channel_id, budget, kept)
             _interrupted(connection, channel_id, window, unanswered)
-            turn_id = connection.scalar(INSERT_TURN, new_turn(record))
+            turn_id = connection.scalar(INSERT_TURN, new_turn(state))
             assert turn_id is not None
             turn = OpenTurn(turn_id, channel_id, window.newest)
             (stored,) = append(connection, turn, [user])
@@ -111,21 +88,22 @@ class TurnStore:
             window = window_of(connection, channel_id, budget, kept)
             if _cut_short(window):
                 return None
-            return (window, *insert_begun(connection, record, channel_id, window.newest, user))
+            return (window, *insert_begun(connection, state, channel_id, window.newest, user))
 
         begun = None
         if self.engines.dialect == "postgresql":
             begun = await self.engines.statement(in_one)
         window, turn, stored = begun or await self.engines.transaction(work)
-        recent = list(window.messages)
+        state.history = list(window.messages)
         window.extend(window.newest, [stored])
         self.windows.keep(channel_id, window, deletions)
-        return BegunTurn(turn, stored, recent)
+        state.id, state.position = turn.id, turn.position
+        state.messages[0], state.saved = stored, 1
 
     @store_errors
-    async def journal(self, turn: OpenTurn, messages: Sequence[Message]) -> list[Message]:
-        """Store messages of the running turn (a round about to run its tool calls, and the
-        results of the round before) in one statement.
+    async def save(self, state: TurnState) -> None:
+        """Store the running turn's new messages (a round about to run its tool calls, and
+        the results of the round before) in one statement: its journal.
 
         The journals of turns that come while one is being written go in together, in one
         statement (group commit): a burst's tool rounds journal at once. 200 mentions at
@@ -134,13 +112,15 @@ class TurnStore:
         (2026-12-01); with the inbox's notes and ends written together too (bot.jobs.inbox):
         0.14, 0.16, 0.13 -> 0.03, 0.03, 0.03 s, all answered 1.74, 1.51, 1.71 -> 1.50, 1.51,
         1.57x the ideal."""
+        messages = state.unsaved
         if not messages:
-            return []
+            return
         deletions = self.windows.deletions
+        turn = _open(state)
         after = turn.position
         stored = await self._journaling.submit((turn, messages))
         self.windows.extend(turn.channel_id, after, stored, deletions)
-        return stored
+        _saved(state, turn, stored)
 
     async def _journal_all(
         self, appends: list[tuple[OpenTurn, Sequence[Message]]]
@@ -162,14 +142,13 @@ class TurnStore:
         return outcomes
 
     @store_errors
-    async def finish(
-        self, turn: OpenTurn, record: TurnRecord, messages: Sequence[Message]
-    ) -> list[Message]:
-        """Store the turn's other messages and its outcome (and state), in one transaction."""
+    async def finish(self, state: TurnState) -> None:
+        """Store the turn's messages not stored yet and where it stands, in one transaction."""
         deletions = self.windows.deletions
+        turn, messages = _open(state), state.unsaved
         after = turn.position
 
-        values = finished(record)
+        values = finished(state)
 
         def work(connection: Connection) -> list[Message]:
             stored = append(connection, turn, messages)
@@ -184,70 +163,73 @@ class TurnStore:
         else:
             stored = await self.engines.transaction(work)
         self.windows.extend(turn.channel_id, after, stored, deletions)
-        return stored
+        _saved(state, turn, stored)
 
     @store_errors
-    async def get(self, turn_id: int) -> TurnRecord | None:
+    async def get(self, turn_id: int) -> TurnState | None:
         async with self.engines.reads.connect() as connection:
             row = (await connection.execute(select(TURNS).where(TURNS.c.id == turn_id))).first()
             return turn_from(row) if row else None
 
     @store_errors
-    async def find(self, channel_id: str, slack_ts: str) -> TurnRecord | None:
-        """The newest turn that answers the person's message ``slack_ts``, if any."""
-        async with self.engines.reads.connect() as connection:
-            row = (
-                await connection.execute(
-                    select(TURNS)
-                    .where(TURNS.c.channel_id == channel_id, TURNS.c.slack_ts == slack_ts)
-                    .order_by(TURNS.c.id.desc())
-                    .limit(1)
-                )
-            ).first()
-            return turn_from(row) if row else None
+    async def find(self, channel_id: str, slack_ts: str, budget: int) -> TurnState | None:
+        """The newest turn that answers the person's message ``slack_ts``, if any, loaded
+        as ``load`` loads it."""
+        found = (
+            select(TURNS.c.id)
+            .where(TURNS.c.channel_id == channel_id, TURNS.c.slack_ts == slack_ts)
+            .order_by(TURNS.c.id.desc())
+            .limit(1)
+        )
+
+        def work(connection: Connection) -> TurnState | None:
+            turn_id = connection.scalar(found)
+            return None if turn_id is None else _load(connection, turn_id, budget)
+
+        return await self.engines.transaction(work)
 
     @store_errors
-    async def reopen(self, turn_id: int, budget: int) -> ReopenedTurn | None:
-        """A turn to go on with (paused, or cut short by a crash): its journal and the
-        channel's history before it within ``budget``."""
-        return await self.engines.transaction(lambda c: _reopen(c, turn_id, budget))
+    async def load(self, turn_id: int, budget: int) -> TurnState | None:
+        """A turn to go on with (stopped, or cut short by a crash): its row, its stored
+        messages (its journal) and the channel's history before it within ``budget``."""
+        return await self.engines.transaction(lambda c: _load(c, turn_id, budget))
 
     @store_errors
     async def claim(
         self, turn_id: int, stopped: Outcome, decisions: dict[str, Decision] | None = None
-    ) -> TurnRecord | None:
+    ) -> TurnState | None:
         """Move a stopped turn from ``stopped`` back to running, keeping ``decisions`` in its
         state; None when it is not in that state any more (gone on already, expired)."""
 
-        def claimed(record: TurnRecord) -> TurnRecord | None:
+        def claimed(record: TurnState) -> TurnState | None:
             if record.outcome != stopped:
                 return None
-            record.state = record.state.with_(decisions=dict(decisions or {}))
+            record.decisions = dict(decisions or {})
             record.outcome = Outcome.RUNNING
             return record
 
         return await self.engines.transaction(lambda c: _changed(c, turn_id, claimed))
 
     @store_errors
-    async def expire(self, paused_before: datetime) -> list[TurnRecord]:
+    async def expire(self, paused_before: datetime) -> list[TurnState]:
         """Turns waiting for approval since before ``paused_before`` become expired; returns
         them (with their state) so the shell can say so where it asked."""
         return await self.engines.transaction(lambda c: _expire(c, paused_before))
 
     @store_errors
-    async def withdraw(self, channel_id: str, slack_ts: str) -> list[TurnRecord]:
+    async def withdraw(self, channel_id: str, slack_ts: str) -> list[TurnState]:
         """The person deleted the question of a stopped turn (awaiting approval, or offered
         Continue): it expires, and its state keeps only where its card is, none of what the
         model made of the question (the calls it proposed). Returns those turns."""
         return await self.engines.transaction(lambda c: _withdraw(c, channel_id, slack_ts))
 
     @store_errors
-    async def set_card(self, turn_id: int, card: dict[str, str]) -> TurnRecord | None:
+    async def set_card(self, turn_id: int, card: dict[str, str]) -> TurnState | None:
         """Record where the turn's buttons are shown (see TurnState.card); the turn as it
         is now."""
 
-        def shown(record: TurnRecord) -> TurnRecord:
-            record.state = record.state.with_(card=dict(card))
+        def shown(record: TurnState) -> TurnState:
+            record.card = dict(card)
             return record
 
         return await self.engines.transaction(lambda c: _changed(c, turn_id, shown))
@@ -274,24 +256,36 @@ def _cut_short(window: Window) -> bool:
     return newest is not None and not (newest.role == "assistant" and not newest.tool_calls)
 
 
-def _reopen(connection: Connection, turn_id: int, budget: int) -> ReopenedTurn | None:
+def _load(connection: Connection, turn_id: int, budget: int) -> TurnState | None:
     row = connection.execute(select(TURNS).where(TURNS.c.id == turn_id)).first()
     if row is None:
         return None
     rows = connection.execute(
         select(MESSAGES).where(MESSAGES.c.turn_id == turn_id).order_by(MESSAGES.c.position)
     ).all()
-    journal = [message_from(r) for r in rows]
+    state = turn_from(row)
+    state.messages = [message_from(r) for r in rows]
+    state.saved = len(state.messages)
     before = rows[0].position if rows else BEYOND
-    window = read_window(connection, row.channel_id, budget, before=before)
-    newest = connection.scalar(NEWEST_POSITION, {"channel": row.channel_id})
-    turn = OpenTurn(turn_id, row.channel_id, newest)
-    return ReopenedTurn(turn, turn_from(row), window.messages, journal)
+    state.history = read_window(connection, row.channel_id, budget, before=before).messages
+    state.position = connection.scalar(NEWEST_POSITION, {"channel": row.channel_id})
+    return state
+
+
+def _open(state: TurnState) -> OpenTurn:
+    assert state.id is not None, "the turn is not stored"
+    return OpenTurn(state.id, state.channel_id, state.position)
+
+
+def _saved(state: TurnState, turn: OpenTurn, stored: list[Message]) -> None:
+    """The turn's unsaved messages are ``stored`` now (with their ids)."""
+    state.messages[state.saved :] = stored
+    state.saved, state.position = len(state.messages), turn.position
 
 
 def _changed(
-    connection: Connection, turn_id: int, change: Callable[[TurnRecord], TurnRecord | None]
-) -> TurnRecord | None:
+    connection: Connection, turn_id: int, change: Callable[[TurnState], TurnState | None]
+) -> TurnState | None:
     """The turn as ``change`` makes it (its outcome and state), stored; None when there is
     no such turn or ``change`` says no. The row is locked while it changes."""
     row = connection.execute(select(TURNS).where(TURNS.c.id == turn_id).with_for_update()).first()
@@ -299,26 +293,27 @@ def _changed(
         return None
     record = change(turn_from(row))
     if record is not None:
-        values = {"outcome": record.outcome, "state": state_of(record.state)}
+        values = {"outcome": record.outcome, "state": record.waiting()}
         connection.execute(UPDATE_TURN, {"turn": turn_id, **values})
     return record
 
 
-def _withdraw(connection: Connection, channel_id: str, slack_ts: str) -> list[TurnRecord]:
-    stopped = TURNS.c.outcome.in_([Outcome.AWAITING_APPROVAL, Outcome.MAX_ROUNDS])
+def _withdraw(connection: Connection, channel_id: str, slack_ts: str) -> list[TurnState]:
+    stopped = TURNS.c.outcome.in_([o for o in Outcome if o.stopped])
     asked = (TURNS.c.channel_id == channel_id) & (TURNS.c.slack_ts == slack_ts)
     rows = connection.execute(select(TURNS).where(asked, stopped).with_for_update()).all()
     withdrawn = []
     for row in rows:
         record = turn_from(row)
-        record.outcome, record.state = Outcome.EXPIRED, TurnState(card=record.state.card)
-        values = {"outcome": record.outcome, "state": state_of(record.state)}
+        record.outcome = Outcome.EXPIRED
+        record.withdraw()
+        values = {"outcome": record.outcome, "state": record.waiting()}
         connection.execute(UPDATE_TURN, {"turn": row.id, **values})
         withdrawn.append(record)
     return withdrawn
 
 
-def _expire(connection: Connection, paused_before: datetime) -> list[TurnRecord]:
+def _expire(connection: Connection, paused_before: datetime) -> list[TurnState]:
     waiting = (TURNS.c.outcome == Outcome.AWAITING_APPROVAL) & (TURNS.c.finished_at < paused_before)
     rows = connection.execute(select(TURNS).where(waiting)).all()
     if not rows:

@@ -307,25 +307,24 @@ class ToolRegistry:
             raise ToolError(f"Arguments for '{call.name}' must be a JSON object.")
         return entry, entry.arguments.validate(raw, call.name)
 
-    async def run(self, call: ToolCall) -> str:
-        """Run one call and return its result as JSON text. Never raises."""
+    async def run(self, call: ToolCall) -> ToolResult:
+        """Run one call: its result as JSON text, and whether it succeeded. Never raises."""
         return await self._bounded(call, recovering=False)
 
-    async def recover(self, call: ToolCall) -> str:
+    async def recover(self, call: ToolCall) -> ToolResult:
         """The result of a writing call that was sent before a crash and has no stored
         result: what its tool's ``lookup`` finds by the call's marker, or an error result
         saying that it cannot tell. The call itself is never sent again. Never raises."""
         return await self._bounded(call, recovering=True)
 
-    async def _bounded(self, call: ToolCall, *, recovering: bool) -> str:
+    async def _bounded(self, call: ToolCall, *, recovering: bool) -> ToolResult:
         known = call.name in self._tools
         with telemetry.tool_call(call.name, call.id, call.arguments, known=known) as observed:
-            result, ok = await self._outcome(call, recovering)
-            observed.done(result, ok=ok)
+            result = await self._outcome(call, recovering)
+            observed.done(result.output, ok=result.ok)
         return result
 
-    async def _outcome(self, call: ToolCall, recovering: bool) -> tuple[str, bool]:
-        """The call's result, and whether it is not an error."""
+    async def _outcome(self, call: ToolCall, recovering: bool) -> ToolResult:
         started = time.perf_counter()
         self._start_sources()
         try:
@@ -345,13 +344,13 @@ class ToolRegistry:
                 raise ToolError(f"'{call.name}' timed out after {limit:g} s.") from None
             result = _encode(value)
             log.info("tool %s ok in %.0f ms", call.name, (time.perf_counter() - started) * 1000)
-            return result, True
+            return ToolResult(result)
         except ToolError as exc:
             log.info("tool %s error: %s", call.name, exc)
-            return error_result(str(exc)), False
+            return ToolResult.error(str(exc))
         except Exception as exc:
             log.exception("tool %s raised", call.name)
-            return error_result(f"'{call.name}' failed unexpectedly ({type(exc).__name__})."), False
+            return ToolResult.error(f"'{call.name}' failed unexpectedly ({type(exc).__name__}).")
 
 
 class _Blank(dict):  # type: ignore[type-arg]
@@ -366,19 +365,17 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def error_result(message: str) -> str:
-    return json.dumps({"error": message}, ensure_ascii=False)
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """A call's result: the JSON text the model reads, and whether the call succeeded."""
 
+    output: str
+    ok: bool = True
 
-def is_error_result(output: str) -> bool:
-    """Whether a call's result says it failed (``{"error": ...}``)."""
-    if not output.startswith('{"error"'):
-        return False
-    try:
-        value = json.loads(output)
-    except json.JSONDecodeError:
-        return False
-    return isinstance(value, dict) and set(value) == {"error"}
+    @classmethod
+    def error(cls, message: str) -> ToolResult:
+        """A failed call: ``{"error": message}``, which the model reads as the result."""
+        return cls(json.dumps({"error": message}, ensure_ascii=False), ok=False)
 
 
 async def _invoke(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:

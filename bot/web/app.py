@@ -40,7 +40,7 @@ def create_app(services: Services, slack: SlackRuntime | None = None) -> Starlet
         routes.append(Route("/slack/events", slack.handle_http, methods=["POST"]))
     # wrong tokens on /metrics and /admin count together
     throttle = LoginThrottle()
-    scrape = metrics_route(services.settings, throttle)
+    scrape = metrics_route(services.settings.web, throttle)
     if scrape is not None:  # without a token, /metrics stays a 404
         routes.append(scrape)
     admin = admin_app(services.sessions, services.admin_logins, throttle)

@@ -11,12 +11,12 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from bot import metrics
-from bot.config import Settings
+from bot.config import WebSettings
 from bot.web.access import bearer_token
 from bot.web.throttle import LoginThrottle, Throttled
 
 
-def metrics_route(settings: Settings, throttle: LoginThrottle) -> Route | None:
+def metrics_route(settings: WebSettings, throttle: LoginThrottle) -> Route | None:
     """The route, or None when no token would let anyone in. Wrong tokens count in
     ``throttle`` with the admin pages' (it may be ADMIN_TOKEN that is being guessed)."""
     token = settings.METRICS_TOKEN or settings.ADMIN_TOKEN

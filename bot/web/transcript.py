@@ -7,7 +7,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.messages import NEGATIVE, Message, Outcome, ToolCall, TurnRecord
+from bot.messages import NEGATIVE, Message, Outcome, ToolCall
+from bot.turn import TurnState
 
 #: turns the "problems" filter shows: they failed or hit the round cap
 PROBLEM_OUTCOMES = frozenset(
@@ -15,7 +16,7 @@ PROBLEM_OUTCOMES = frozenset(
 )
 
 
-def disliked(turn: TurnRecord) -> bool:
+def disliked(turn: TurnState) -> bool:
     """Someone gave the turn's answer a thumbs-down (the filter of such turns shows it)."""
     return any(given.value == NEGATIVE for given in turn.feedback)
 
@@ -43,7 +44,7 @@ class Entry:
 @dataclass
 class Section:
     turn_id: int | None
-    turn: TurnRecord | None
+    turn: TurnState | None
     entries: list[Entry] = field(default_factory=list)
 
     @property
@@ -51,7 +52,7 @@ class Section:
         return self.turn is not None and self.turn.outcome in PROBLEM_OUTCOMES
 
 
-def transcript(messages: Sequence[Message], turns: Sequence[TurnRecord]) -> list[Section]:
+def transcript(messages: Sequence[Message], turns: Sequence[TurnState]) -> list[Section]:
     """Messages in order, grouped by turn; each tool result is placed under its call."""
     by_id = {turn.id: turn for turn in turns}
     sections: list[Section] = []

@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bot.messages import Message, TurnRecord
+from bot.messages import Message
 from bot.store.db import create_engine
 from bot.store.history import HistoryStore
+from bot.turn import TurnState
 from tests.cli.helpers import _SCRUBBED_PREFIXES
 from tests.fakes.openai_server import FakeOpenAI, Request
 
@@ -109,7 +110,7 @@ async def until(
         await asyncio.sleep(0.02)
 
 
-async def read_session(database_url: str, channel: str) -> tuple[list[Message], list[TurnRecord]]:
+async def read_session(database_url: str, channel: str) -> tuple[list[Message], list[TurnState]]:
     store = HistoryStore(create_engine(database_url))
     try:
         return await store.messages(channel), await store.turns(channel)
@@ -117,7 +118,7 @@ async def read_session(database_url: str, channel: str) -> tuple[list[Message], 
         await store.engines.dispose()
 
 
-def stored(database_url: str, channel: str) -> tuple[list[Message], list[TurnRecord]]:
+def stored(database_url: str, channel: str) -> tuple[list[Message], list[TurnState]]:
     """A channel's stored messages and turns (from synchronous code)."""
     return asyncio.run(read_session(database_url, channel))
 
@@ -162,7 +163,7 @@ def last_user_text(request: Request) -> str:
     return ""
 
 
-def dump(messages: Sequence[Message], turns: Sequence[TurnRecord] = ()) -> str:
+def dump(messages: Sequence[Message], turns: Sequence[TurnState] = ()) -> str:
     """Everything stored for a session as one text (to search for what must not be there)."""
     return json.dumps(
         [m.to_dict() for m in messages] + [t.error or "" for t in turns],

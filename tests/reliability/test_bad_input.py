@@ -62,7 +62,7 @@ def test_a_40k_character_message(database_url: str, fake_openai: FakeOpenAI, tmp
         try:
             for n in range(6):
                 fake_openai.script(f"answer {n} " + "fine " * 800)
-                reply = await services.conversations.handle(
+                reply = await services.conversations.ask(
                     Incoming("CB", f"question {n} " + "words " * 2000)
                 )
                 assert reply.ok
@@ -100,7 +100,7 @@ async def test_control_characters_are_stripped(database_url: str, fake_openai: F
     services = services_for(database_url, fake_openai)
     try:
         fake_openai.script("ok")
-        reply = await services.conversations.handle(
+        reply = await services.conversations.ask(
             Incoming("CC", "a\x00b\x07c\td\r\ne\x1b[31mf\x0cg\x1f\n")
         )
         assert reply.ok and reply.text == "ok"
@@ -121,7 +121,7 @@ async def test_a_nul_in_the_model_answer_is_stored(
     services = services_for(database_url, fake_openai)
     try:
         fake_openai.script("before\x00after")
-        reply = await services.conversations.handle(Incoming("CN", "hi"))
+        reply = await services.conversations.ask(Incoming("CN", "hi"))
         assert reply.ok, reply.text
         messages, turns = await read_session(database_url, "CN")
         assert [m.content for m in messages] == ["hi", "beforeafter"]

@@ -11,14 +11,15 @@ import time
 import pytest
 
 from bot.agent.conversations import Incoming
-from bot.agent.loop import PAUSE, RUN
+from bot.agent.observer import PAUSE, RUN
 from bot.tools.base import tool
 from tests.fakes.openai_server import Fail, FakeOpenAI, Hang, Reply, ToolUse
+from tests.observers import Watching
 from tests.stored_turns import history
 
 
 async def ask(services, text="hi"):  # type: ignore[no-untyped-def]
-    return await services.conversations.handle(Incoming("C1", text, "U1"))
+    return await services.conversations.ask(Incoming("C1", text, "U1"))
 
 
 async def test_rate_limited_then_answered(make_services, fake_openai: FakeOpenAI) -> None:
@@ -161,8 +162,8 @@ async def test_context_too_long_when_an_approved_turn_goes_on_trims_its_history(
         Fail(400, code="context_length_exceeded"),
         Reply(text="Created TASK-1."),
     )
-    paused = await services.conversations.handle(
-        Incoming("C1", "open a ticket", "U1"), approver=pause
+    paused = await services.conversations.ask(
+        Incoming("C1", "open a ticket", "U1"), Watching(pause)
     )
 
     reply = await services.conversations.resume(paused.turn_id, {"w1": RUN})

@@ -13,6 +13,7 @@ import pytest
 
 from bot.agent.conversations import Incoming
 from tests.fakes.openai_server import FakeOpenAI, Raw, Reply, ToolUse
+from tests.observers import Watching
 from tests.stored_turns import history
 
 BAD_REPLY = (
@@ -22,15 +23,9 @@ BAD_REPLY = (
 
 
 async def ask(services, text: str = "hi", *, streamed: bool = False):  # type: ignore[no-untyped-def]
-    pieces: list[str] = []
-
-    async def sink(piece: str) -> None:
-        pieces.append(piece)
-
-    reply = await services.conversations.handle(
-        Incoming("C1", text, "U1"), on_text=sink if streamed else None
-    )
-    return reply, "".join(pieces)
+    observer = Watching(streamed=streamed)
+    reply = await services.conversations.ask(Incoming("C1", text, "U1"), observer)
+    return reply, "".join(observer.text)
 
 
 CHAT_BODIES = {

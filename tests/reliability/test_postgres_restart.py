@@ -56,7 +56,7 @@ async def test_connections_dropped_between_and_during_turns(
     fake_openai.responder = lambda request: Reply(text="ok: " + last_user_text(request))
 
     async def ask(text: str) -> Answer:
-        return await services.conversations.handle(Incoming("CR", text, "U1"))
+        return await services.conversations.ask(Incoming("CR", text, "U1"))
 
     try:
         assert (await ask("one")).text == "ok: one"
@@ -111,7 +111,7 @@ async def test_connection_dropped_while_the_channel_is_released(
     async def held_turn(incoming: Incoming) -> Answer:
         # as a shell runs a turn: the channel held around it
         async with services.jobs.hold(incoming.channel_id):
-            return await services.conversations.handle(incoming)
+            return await services.conversations.ask(incoming)
 
     # one connection holds the lock, the other watches (pg_stat_activity is a snapshot
     # for the length of a transaction)
@@ -160,7 +160,7 @@ async def test_connections_dropped_before_a_channel_is_taken(
 
     async def held_turn(text: str) -> Answer:
         async with services.jobs.hold("CH"):
-            return await services.conversations.handle(Incoming("CH", text, "U1"))
+            return await services.conversations.ask(Incoming("CH", text, "U1"))
 
     try:
         assert (await held_turn("one")).text == "ok: one"

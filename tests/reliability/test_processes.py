@@ -21,10 +21,11 @@ import pytest
 from sqlalchemy import update
 
 from bot.jobs.inbox import QUEUED
-from bot.messages import Message, TurnRecord, utcnow
+from bot.messages import Message, utcnow
 from bot.store.db import create_engine
 from bot.store.history import HistoryStore
 from bot.store.models import ChannelHoldRow, InboxRow
+from bot.turn import TurnState
 from tests.conftest import postgres_database
 from tests.fakes.openai_server import FakeOpenAI, Hang, Reply, Request
 from tests.fakes.slack_server import FakeSlack, event_payload, signed_headers
@@ -70,7 +71,7 @@ class LoadRun:
     exits: list[tuple[int, str]]
     answers: list[dict[str, Any]]
     requests: list[dict[str, Any]]
-    stored: dict[str, tuple[list[Message], list[TurnRecord]]]
+    stored: dict[str, tuple[list[Message], list[TurnState]]]
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from bot.agent.conversations import Incoming
-from bot.agent.loop import PAUSE, RUN
+from bot.agent.observer import PAUSE, RUN
 from bot.tools.base import tool
 from tests.fakes.openai_server import FakeOpenAI, Raw, Reply, Request, ToolUse
+from tests.observers import Watching
 from tests.stored_turns import history
 
 ENCRYPTED = ["reasoning.encrypted_content"]
@@ -31,14 +32,9 @@ def kinds(request: Request) -> list[str]:
     return [item.get("type", "message") for item in request.body["input"]]
 
 
-async def ask(services, text: str, *, streamed: bool = False, **hooks: Any):  # type: ignore[no-untyped-def]
-    async def sink(piece: str) -> None:
-        pass
-
+async def ask(services, text: str, *, streamed: bool = False, approver: Any = None):  # type: ignore[no-untyped-def]
     incoming = Incoming("C1", text, "U1", f"{len(text)}.1")
-    return await services.conversations.handle(
-        incoming, on_text=sink if streamed else None, **hooks
-    )
+    return await services.conversations.ask(incoming, Watching(approver, streamed=streamed))
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["json", "streamed"])

@@ -41,7 +41,7 @@ def model(request: Request) -> Reply | ToolUse:
 async def ask(services: Services, incoming: Incoming) -> Answer:
     """One turn as the shells run it: with its channel held (bot.jobs)."""
     async with services.jobs.hold(incoming.channel_id):
-        return await services.conversations.handle(incoming)
+        return await services.conversations.ask(incoming)
 
 
 async def test_processes_and_in_process_turns_share_one_file(

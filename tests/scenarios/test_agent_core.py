@@ -11,9 +11,10 @@ import pytest
 
 from bot.agent.conversations import Incoming
 from bot.errors import ToolError
-from bot.messages import Message, ToolCall, TurnRecord
+from bot.messages import Message, ToolCall
 from bot.store.turns import TurnStore
 from bot.tools.base import tool
+from bot.turn import TurnState
 from tests.fakes.openai_server import Fail, FakeOpenAI, Reply, ToolUse
 from tests.stored_turns import history
 
@@ -31,7 +32,7 @@ def sent_messages(request) -> list[dict]:  # type: ignore[no-untyped-def]
 async def ask(services, text: str, channel: str = "C1", ts: str | None = None):  # type: ignore[no-untyped-def]
     """One turn as the shells run it: with the channel held (bot.jobs)."""
     async with services.jobs.hold(channel):
-        return await services.conversations.handle(Incoming(channel, text, "U1", ts))
+        return await services.conversations.ask(Incoming(channel, text, "U1", ts))
 
 
 @pytest.mark.parametrize("api", API_MODES)
@@ -242,12 +243,16 @@ async def test_orphaned_call_is_repaired_before_sending(
     services = make_services(LLM_API=api)
     turns = TurnStore(services.engines)
     # a crash after the model called a tool but before its result was stored
-    record = TurnRecord(channel_id="C1", user_id="U1")
-    begun = await turns.begin(record, Message.user("create it").with_(tokens=5), 12_000)
+    record = TurnState(
+        channel_id="C1", user_id="U1", messages=[Message.user("create it").with_(tokens=5)]
+    )
+    await turns.begin(record, 12_000)
     call = ToolCall("call_lost", "get_current_time", "{}")
-    await turns.finish(begun.turn, record, [Message.assistant(None, (call,)).with_(tokens=9)])
+    record.messages.append(Message.assistant(None, (call,)).with_(tokens=9))
+    await turns.finish(record)
     # ...and a turn that never finished at all
-    await turns.begin(TurnRecord(channel_id="C1"), Message.user("hello?").with_(tokens=5), 12_000)
+    hello = Message.user("hello?").with_(tokens=5)
+    await turns.begin(TurnState(channel_id="C1", messages=[hello]), 12_000)
     fake_openai.script(Reply(text="Back again."))
 
     reply = await ask(services, "are you there?")

@@ -9,11 +9,13 @@ from datetime import timedelta
 import pytest
 
 from bot.agent.conversations import Incoming
-from bot.agent.loop import PAUSE, RUN, Decision
+from bot.agent.observer import PAUSE, RUN
 from bot.config import load_settings
+from bot.messages import Decision
 from bot.tools.base import tool
 from bot.wiring import build_services
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
+from tests.observers import Watching
 from tests.stored_turns import history
 
 
@@ -57,9 +59,7 @@ async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOp
         Reply(text="Created TASK-1."),
     )
 
-    paused = await conversations.handle(
-        Incoming("C1", "open a ticket", "U1", "1.1"), approver=pause
-    )
+    paused = await conversations.ask(Incoming("C1", "open a ticket", "U1", "1.1"), Watching(pause))
 
     assert paused.outcome == "awaiting_approval" and tickets.created == []
     assert [c.id for c in paused.pending] == ["w1"]
@@ -87,7 +87,7 @@ async def test_declined_write_is_explained_to_the_model(setup, fake_openai: Fake
     fake_openai.script(
         ToolUse("create_ticket", {"summary": "x"}, "w1"), Reply(text="OK, I did not create it.")
     )
-    paused = await services.conversations.handle(Incoming("C1", "ticket please"), approver=pause)
+    paused = await services.conversations.ask(Incoming("C1", "ticket please"), Watching(pause))
 
     reply = await services.conversations.resume(
         paused.turn_id, {"w1": Decision("decline", "The person declined.")}
@@ -100,8 +100,8 @@ async def test_declined_write_is_explained_to_the_model(setup, fake_openai: Fake
 async def test_other_turns_go_on_while_one_waits(setup, fake_openai: FakeOpenAI) -> None:
     services, tickets = setup
     fake_openai.script(ToolUse("create_ticket", {"summary": "x"}, "w1"), "meanwhile", "created")
-    paused = await services.conversations.handle(Incoming("C1", "ticket"), approver=pause)
-    other = await services.conversations.handle(Incoming("C1", "something else"))
+    paused = await services.conversations.ask(Incoming("C1", "ticket"), Watching(pause))
+    other = await services.conversations.ask(Incoming("C1", "something else"))
     assert other.text == "meanwhile"
     done = await services.conversations.resume(paused.turn_id, {"w1": RUN})
     assert done.text == "created" and tickets.created == ["x"]
@@ -112,7 +112,7 @@ async def test_expired_request_does_nothing(setup, fake_openai: FakeOpenAI) -> N
     services, tickets = setup
     services.conversations.approval_timeout = timedelta(seconds=0)
     fake_openai.script(ToolUse("create_ticket", {"summary": "x"}, "w1"))
-    paused = await services.conversations.handle(Incoming("C1", "ticket"), approver=pause)
+    paused = await services.conversations.ask(Incoming("C1", "ticket"), Watching(pause))
 
     reply = await services.conversations.resume(paused.turn_id, {"w1": RUN})
 
@@ -133,7 +133,7 @@ async def test_round_cap_can_be_continued_once(database_url, fake_openai: FakeOp
         fake_openai.responder = lambda request: (
             ToolUse("get_current_time", {}) if request.tool_names else Reply(text="So far...")
         )
-        capped = await services.conversations.handle(Incoming("C1", "dig deep"))
+        capped = await services.conversations.ask(Incoming("C1", "dig deep"))
         assert capped.outcome == "max_rounds" and capped.text == "So far..."
         # the forced request told the model to sum up; it is not stored
         assert "used all 2 tool rounds" in json.dumps(fake_openai.requests[-1].body)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bot.agent.conversations import Incoming
-from bot.agent.loop import PAUSE, RUN
+from bot.agent.observer import PAUSE, RUN
 from bot.config import load_settings
 from bot.messages import ToolCall
 from bot.wiring import Services, build_services
@@ -29,6 +29,7 @@ from tests.fakes.mcp_fake import (
     write_config,
 )
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
+from tests.observers import Watching
 from tests.stored_turns import history
 
 API_MODES = ["chat", "responses"]
@@ -83,7 +84,7 @@ async def pause(call: ToolCall):  # type: ignore[no-untyped-def]
 
 async def turn(services: Services, text: str):  # type: ignore[no-untyped-def]
     """One turn in channel C1, answered by what the test scripted."""
-    return await services.conversations.handle(Incoming("C1", text, "U1"))
+    return await services.conversations.ask(Incoming("C1", text, "U1"))
 
 
 @pytest.mark.parametrize("api", API_MODES)
@@ -103,8 +104,8 @@ async def test_a_read_runs_and_a_write_waits_for_approval(
         Reply(text="T-1 is open; I created the ticket."),
     )
 
-    paused = await services.conversations.handle(
-        Incoming("C1", "look up T-1 and open a ticket", "U1", "1.1"), approver=pause
+    paused = await services.conversations.ask(
+        Incoming("C1", "look up T-1 and open a ticket", "U1", "1.1"), Watching(pause)
     )
 
     assert paused.outcome == "awaiting_approval"
@@ -138,7 +139,7 @@ async def test_a_write_approved_just_after_a_restart_waits_for_its_server(
         ToolUse("fake__create_ticket", {"summary": "Printer on fire"}, "w1"),
         Reply(text="Created."),
     )
-    paused = await before.conversations.handle(Incoming("C1", "ticket!", "U1"), approver=pause)
+    paused = await before.conversations.ask(Incoming("C1", "ticket!", "U1"), Watching(pause))
     assert paused.outcome == "awaiting_approval"
     await before.close()
 
@@ -336,7 +337,9 @@ async def test_closing_the_services_stops_the_servers(
         MCP_CONFIG=str(write_config(tmp_path, {"fake": stdio_entry(recording)}))
     )
     assert await services.registry.ready(READY_S) == []
-    pid = json.loads(await services.registry.run(ToolCall("1", "fake__whoami", "{}")))["pid"]
+    pid = json.loads((await services.registry.run(ToolCall("1", "fake__whoami", "{}"))).output)[
+        "pid"
+    ]
 
     await services.close()
 
@@ -359,7 +362,7 @@ def test_services_built_outside_an_event_loop_connect_in_the_first_one(
         try:
             assert await services.registry.ready(READY_S) == []
             return json.loads(
-                await services.registry.run(ToolCall("1", "fake__lookup", '{"key": "K"}'))
+                (await services.registry.run(ToolCall("1", "fake__lookup", '{"key": "K"}'))).output
             )
         finally:
             await services.close()

@@ -1,4 +1,4 @@
-"""bot.documents: the history list / show / export documents of INTERFACE.md."""
+"""bot.documents: the history list / show / export documents of docs/interface.md."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from bot.documents import (
     session_document,
     session_list,
 )
-from bot.messages import Feedback, Message, SessionSummary, ToolCall, TurnRecord
+from bot.messages import Feedback, Message, SessionSummary, ToolCall
+from bot.turn import TurnState
 
 AT = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 CALL = ToolCall("call_1", "jira_get_issue", '{"issue_key":"TASK-1"}')
@@ -69,7 +70,7 @@ def test_session_list_has_the_name_only_when_known() -> None:
 
 
 def test_session_document_follows_the_interface_shapes() -> None:
-    turn = TurnRecord("C1", user_id="U1", rounds=1, outcome="answered", id=7, latency_ms=900)
+    turn = TurnState("C1", user_id="U1", rounds=1, outcome="answered", id=7, latency_ms=900)
     turn.feedback = [Feedback("U2", "negative", AT)]
 
     document = session_document("C1", MESSAGES, [turn])

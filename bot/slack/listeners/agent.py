@@ -22,4 +22,4 @@ def register(app: AsyncApp, worker: Worker) -> None:
     @app.event("app_home_opened")
     async def suggest(event: dict[str, Any]) -> None:
         if event.get("tab") == "messages" and isinstance(event.get("channel"), str):
-            await worker.poster.suggest(event["channel"], PROMPTS, TITLE)
+            await worker.poster.set_suggested_prompts(event["channel"], PROMPTS, TITLE)

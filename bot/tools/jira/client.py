@@ -44,7 +44,7 @@ from urllib3.exceptions import (
 )
 from urllib3.util.retry import Retry
 
-from bot.config import Settings
+from bot.config import JiraSettings
 from bot.errors import ToolError
 from bot.tools.jira.errors import OutcomeUnknown, explain
 
@@ -138,17 +138,19 @@ class JiraConnection:
     """The Jira client of JiraTools: created on first use, its requests retried within the
     deadline, its failures explained.
 
-    ``timeout`` is one HTTP request's time-out (default: 80% of TOOL_TIMEOUT_S, so the tool
-    answers "Jira did not answer" before the registry's own limit). TOOL_TIMEOUT_S bounds
-    the whole call, retries included.
+    ``time_limit`` (TOOL_TIMEOUT_S) bounds the whole call, retries included; ``timeout`` is
+    one HTTP request's time-out (default: 80% of it, so the tool answers "Jira did not
+    answer" before the registry's own limit).
     """
 
-    def __init__(self, settings: Settings, *, timeout: float | None = None) -> None:
+    def __init__(
+        self, settings: JiraSettings, time_limit: float, *, timeout: float | None = None
+    ) -> None:
         if not settings.JIRA_URL:
             raise ValueError("JIRA_URL is not set")
         self.settings = settings
         self.base_url = settings.JIRA_URL.rstrip("/")
-        self.time_limit = settings.TOOL_TIMEOUT_S
+        self.time_limit = time_limit
         self.request_timeout = timeout or round(self.time_limit * 0.8, 2)
         host = (urlsplit(self.base_url).hostname or "").lower()
         cloud_host = host.endswith((".atlassian.net", ".jira.com"))

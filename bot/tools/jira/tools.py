@@ -8,7 +8,7 @@ import re
 import secrets
 from typing import Any
 
-from bot.config import Settings
+from bot.config import JiraSettings
 from bot.errors import ToolError
 from bot.tools.base import tool
 from bot.tools.jira.client import JiraConnection, deadline
@@ -38,7 +38,7 @@ _SEARCH_FIELDS = ["summary", "status", "assignee"]
 
 
 class JiraTools(JiraConnection):
-    """The Jira tools; register with ``ToolRegistry.add_object(JiraTools(settings))``.
+    """The Jira tools; register with ``ToolRegistry.add_object(JiraTools(jira, time_limit))``.
     The connection (client.py) is created on first use."""
 
     @tool(progress="Looking up {issue_key} in Jira")
@@ -187,11 +187,12 @@ class JiraTools(JiraConnection):
         return project
 
 
-def jira_tools(settings: Settings) -> JiraTools | None:
-    """The Jira tools, or None when JIRA_URL is unset (then they are not offered)."""
+def jira_tools(settings: JiraSettings, time_limit: float) -> JiraTools | None:
+    """The Jira tools, each call bounded by ``time_limit`` (TOOL_TIMEOUT_S), or None when
+    JIRA_URL is unset (then they are not offered)."""
     if not settings.JIRA_URL:
         return None
-    return JiraTools(settings)
+    return JiraTools(settings, time_limit)
 
 
 def _issue_key(value: str) -> str:

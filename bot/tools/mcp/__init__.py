@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.config import Settings
 from bot.tools.base import ToolRegistry
 from bot.tools.mcp.config import ServerConfig, load_servers
 
@@ -14,16 +14,19 @@ if TYPE_CHECKING:
 __all__ = ["ServerConfig", "load_servers", "mcp_servers"]
 
 
-def mcp_servers(settings: Settings, registry: ToolRegistry) -> McpServers | None:
-    """The servers MCP_CONFIG names, attached to ``registry``; None when there are none.
-    A malformed file is a SettingsError."""
-    servers = load_servers(settings.MCP_CONFIG)
+def mcp_servers(
+    config: Path | None, registry: ToolRegistry, call_timeout_s: float
+) -> McpServers | None:
+    """The servers ``config`` (MCP_CONFIG) names, attached to ``registry``, each call
+    bounded by ``call_timeout_s`` (TOOL_TIMEOUT_S); None when there are none. A malformed
+    file is a SettingsError."""
+    servers = load_servers(config)
     if not servers:
         return None
     # importing the SDK costs 1.3-1.6 s here (python -X importtime): only a bot with MCP
     # servers pays for it
     from bot.tools.mcp.servers import McpServers
 
-    source = McpServers(registry, servers, call_timeout_s=settings.TOOL_TIMEOUT_S)
+    source = McpServers(registry, servers, call_timeout_s=call_timeout_s)
     registry.add_source(source)
     return source

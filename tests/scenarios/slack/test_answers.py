@@ -195,7 +195,7 @@ async def test_an_unexpected_error_after_the_ack_gets_one_plain_message(
     async def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug with a secret: xoxb-test")
 
-    monkeypatch.setattr(Conversations, "handle", broken)
+    monkeypatch.setattr(Conversations, "ask", broken)
     ts = clock.ts()
 
     await bot.send(mention("C1", ts))

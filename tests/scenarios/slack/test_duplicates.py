@@ -11,9 +11,10 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 from sqlalchemy import insert
 
-from bot.messages import Message, Outcome, TurnRecord, utcnow
+from bot.messages import Message, Outcome, utcnow
 from bot.store.models import InboxRow
 from bot.store.turns import TurnStore
+from bot.turn import TurnState
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.conftest import Clock, Database, RunningBot, mention, posts
@@ -162,9 +163,11 @@ async def test_a_retry_goes_on_with_the_turn_the_dead_first_attempt_began(
     is no fault): the question is stored once, and the one turn is answered."""
     ts = clock.ts()
     await seed_job(db, "C1", ts, "queued", timedelta(seconds=-1))
-    record = TurnRecord(channel_id="C1", user_id="U1", slack_ts=ts, model="m", api_mode="chat")
     user = Message.user("hello", user_id="U1", slack_ts=ts)
-    await TurnStore(db.history.engines).begin(record, user, 12_000)
+    record = TurnState(
+        channel_id="C1", user_id="U1", slack_ts=ts, model="m", api_mode="chat", messages=[user]
+    )
+    await TurnStore(db.history.engines).begin(record, 12_000)
     dead = AsyncWebClient(token=fake_slack.bot_token, base_url=fake_slack.api_url)
     await dead.reactions_add(channel="C1", timestamp=ts, name="eyes")
 
@@ -187,10 +190,14 @@ async def test_a_retry_posts_the_answer_the_dead_first_attempt_stored_without_as
     ts = clock.ts()
     await seed_job(db, "C1", ts, "queued", timedelta(seconds=-1))
     turns = TurnStore(db.history.engines)
-    record = TurnRecord(channel_id="C1", user_id="U1", slack_ts=ts, model="m", api_mode="chat")
-    begun = await turns.begin(record, Message.user("hello", user_id="U1", slack_ts=ts), 12_000)
+    user = Message.user("hello", user_id="U1", slack_ts=ts)
+    record = TurnState(
+        channel_id="C1", user_id="U1", slack_ts=ts, model="m", api_mode="chat", messages=[user]
+    )
+    await turns.begin(record, 12_000)
     record.outcome = Outcome.ANSWERED
-    await turns.finish(begun.turn, record, [Message.assistant("stored before the crash")])
+    record.messages.append(Message.assistant("stored before the crash"))
+    await turns.finish(record)
 
     await bot.send(mention("C1", ts), retry_num=1)
     await fake_slack.wait_for(lambda s: bool(posts(s, "C1")))

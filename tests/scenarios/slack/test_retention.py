@@ -85,7 +85,7 @@ async def test_a_deleted_question_takes_its_waiting_write_with_it(
     assert card is not None
     await bot.idle()
     (waiting,) = await db.history.turns("C1")
-    assert waiting.state.pending is not None  # the ticket it would create, from the question
+    assert waiting.pending is not None  # the ticket it would create, from the question
 
     deletion = {
         "type": "message",
@@ -101,8 +101,8 @@ async def test_a_deleted_question_takes_its_waiting_write_with_it(
 
     (turn,) = await db.history.turns("C1")
     assert turn.outcome == Outcome.EXPIRED
-    assert turn.state.pending is None and turn.state.decisions == {}
-    kept = json.dumps(turn.state.to_dict())  # the stored state, as the database holds it
+    assert turn.pending is None and turn.decisions == {}
+    kept = json.dumps(turn.waiting())  # the stored state, as the database holds it
     assert TICKET["summary"] not in kept and TICKET["description"] not in kept
     assert "find Ana" not in [m.content for m in await db.history.messages("C1")]
     # the card says so, its buttons and what it showed gone; a late press does nothing

@@ -99,7 +99,7 @@ async def test_content_is_on_the_spans_only_when_asked_for(
     fake_openai.script(tool_round(), Reply(text="It is noon."))
 
     async with services.jobs.hold("C1"):
-        await services.conversations.handle(Incoming("C1", SECRET_WORDS, "U1"))
+        await services.conversations.ask(Incoming("C1", SECRET_WORDS, "U1"))
 
     first, second = sorted(named(spans, "chat "), key=lambda s: s.start_time or 0)
     (tool,) = named(spans, "execute_tool")
@@ -122,7 +122,7 @@ async def test_failures_are_error_spans_with_their_kind(
     )
 
     async with services.jobs.hold("C1"):
-        reply = await services.conversations.handle(Incoming("C1", "time on Mars?", "U1"))
+        reply = await services.conversations.ask(Incoming("C1", "time on Mars?", "U1"))
 
     assert not reply.ok
     (turn,) = named(spans, "invoke_agent")

@@ -72,7 +72,7 @@ async def test_a_megabyte_message_is_answered(make_services, fake_openai: FakeOp
     """1.2 MB in one message -> counted (estimated), sent, answered and stored."""
     services = make_services()
     fake_openai.script("That is a lot of text.")
-    reply = await services.conversations.handle(Incoming("C1", "word " * 240_000, "U1"))
+    reply = await services.conversations.ask(Incoming("C1", "word " * 240_000, "U1"))
     assert reply.ok and reply.text == "That is a lot of text."
     (user, _answer) = await history(services).messages("C1")
     assert user.tokens == MESSAGE_OVERHEAD + 300_000

@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from bot.messages import ToolCall, TurnRecord
+from bot.messages import ToolCall
 from bot.slack.cards import approval_card
 from bot.slack.format import ZWJ, ZWSP, escape, format_answer, split_message, to_mrkdwn
+from bot.turn import TurnState
 
 # Embeddings, overrides (LRE RLE PDF LRO RLO) and isolates (LRI RLI FSI PDI): "Trojan Source".
 REORDERING = [*map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))]
@@ -61,7 +62,7 @@ def test_escape_drops_them_for_every_caller() -> None:
 def test_an_approval_card_shows_no_reordering_control() -> None:
     arguments = {"summary": "Refund \u202e00.001$", "description": "\u2067x\u2069 for @\u202ehere"}
     call = ToolCall(id="c1", name="jira_create_issue", arguments=json.dumps(arguments))
-    turn = TurnRecord(channel_id="C1", user_id="U1", id=7)
+    turn = TurnState(channel_id="C1", user_id="U1", id=7)
     step = "Create \u202eissue"
     _fallback, blocks = approval_card(turn, [call], lambda c: step, default_project="P")
     shown = json.dumps(blocks, ensure_ascii=False)

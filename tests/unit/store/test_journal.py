@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 
 from bot.errors import StoreError
-from bot.messages import Message, ToolCall, TurnRecord
+from bot.messages import Message, ToolCall
 from bot.store.db import create_engines
 from bot.store.history import HistoryStore
 from bot.store.turns import TurnStore
+from bot.turn import TurnState
 
 
 def asking(call_id: str) -> Message:
@@ -25,23 +26,20 @@ async def test_journals_together_store_each_and_fail_only_the_one_at_fault(
     engines = create_engines(database_url)
     turns, elsewhere = TurnStore(engines), TurnStore(engines)
     try:
-        begun = {
-            channel: await turns.begin(
-                TurnRecord(channel_id=channel, user_id="U1"),
-                Message.user(f"question in {channel}").with_(tokens=5),
-                12_000,
-            )
-            for channel in ("CA", "CB", "CC")
-        }
+        begun = {}
+        for channel in ("CA", "CB", "CC"):
+            question = Message.user(f"question in {channel}").with_(tokens=5)
+            begun[channel] = TurnState(channel_id=channel, user_id="U1", messages=[question])
+            await turns.begin(begun[channel], 12_000)
         # CB's next position is taken by a turn this store does not know of
-        other = await elsewhere.begin(
-            TurnRecord(channel_id="CB"), Message.user("meanwhile").with_(tokens=5), 12_000
-        )
-        assert other.user.id is not None
+        other = TurnState(channel_id="CB", messages=[Message.user("meanwhile").with_(tokens=5)])
+        await elsewhere.begin(other, 12_000)
+        assert other.messages[0].id is not None
 
+        for channel, state in begun.items():
+            state.messages.append(asking(f"call_{channel}"))
         outcomes = await asyncio.gather(
-            *(turns.journal(b.turn, [asking(f"call_{c}")]) for c, b in begun.items()),
-            return_exceptions=True,
+            *(turns.save(state) for state in begun.values()), return_exceptions=True
         )
         history = HistoryStore(engines)
         stored = {c: await history.messages(c) for c in begun}
@@ -51,12 +49,13 @@ async def test_journals_together_store_each_and_fail_only_the_one_at_fault(
     ok_a, failed_b, ok_c = outcomes
     assert isinstance(failed_b, StoreError)
     for channel, journaled in (("CA", ok_a), ("CC", ok_c)):
-        assert isinstance(journaled, list)
-        (message,) = journaled
+        assert journaled is None
+        assert begun[channel].saved == 2
+        message = begun[channel].messages[1]
         assert [m.content or m.tool_calls[0].id for m in stored[channel]] == [
             f"question in {channel}",
             f"call_{channel}",
         ]
         assert message.id == stored[channel][1].id
-        assert message.turn_id == begun[channel].turn.id
+        assert message.turn_id == begun[channel].id
     assert [m.content for m in stored["CB"]] == ["question in CB", "meanwhile"]

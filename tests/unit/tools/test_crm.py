@@ -27,7 +27,7 @@ def registry(store: CrmStore) -> ToolRegistry:
 
 
 async def call(registry: ToolRegistry, name: str, **arguments: Any) -> dict[str, Any]:
-    return json.loads(await registry.run(ToolCall("call_1", name, json.dumps(arguments))))
+    return json.loads((await registry.run(ToolCall("call_1", name, json.dumps(arguments)))).output)
 
 
 ANA = {

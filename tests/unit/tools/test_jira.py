@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from bot.config import Settings
+from bot.config import Settings, load_settings
 from bot.messages import ToolCall
 from bot.tools.base import ToolRegistry
 from bot.tools.jira import JiraTools, jira_tools
@@ -34,7 +34,7 @@ def make_settings(**values: Any) -> Settings:
         "TOOL_TIMEOUT_S": LIMIT,
     }
     base.update(values)
-    return Settings(_env_file=None, **base)  # type: ignore[call-arg]
+    return load_settings(_env_file=None, **base)
 
 
 def cloud_settings(fake: FakeJira, **values: Any) -> Settings:
@@ -42,13 +42,14 @@ def cloud_settings(fake: FakeJira, **values: Any) -> Settings:
 
 
 def registry_for(settings: Settings, *, timeout: float | None = None) -> ToolRegistry:
-    registry = ToolRegistry(default_timeout=settings.TOOL_TIMEOUT_S)
-    registry.add_object(JiraTools(settings, timeout=timeout))
+    limit = settings.limits.TOOL_TIMEOUT_S
+    registry = ToolRegistry(default_timeout=limit)
+    registry.add_object(JiraTools(settings.jira, limit, timeout=timeout))
     return registry
 
 
 async def call(registry: ToolRegistry, name: str, **arguments: Any) -> dict[str, Any]:
-    return json.loads(await registry.run(ToolCall("call_1", name, json.dumps(arguments))))
+    return json.loads((await registry.run(ToolCall("call_1", name, json.dumps(arguments)))).output)
 
 
 @pytest.fixture
@@ -74,7 +75,7 @@ def closed_port_url() -> str:
 
 
 def test_without_jira_url_the_tools_are_not_offered() -> None:
-    assert jira_tools(make_settings()) is None
+    assert jira_tools(make_settings().jira, LIMIT) is None
 
 
 def test_tools_are_registered_with_descriptions(cloud: FakeJira) -> None:
@@ -94,7 +95,7 @@ def test_tools_are_registered_with_descriptions(cloud: FakeJira) -> None:
 
 def test_jira_down_at_start_up_does_not_prevent_construction() -> None:
     settings = make_settings(JIRA_URL=closed_port_url(), JIRA_PAT=PAT)
-    tools = jira_tools(settings)
+    tools = jira_tools(settings.jira, LIMIT)
     assert isinstance(tools, JiraTools)
     assert tools._client is None  # nothing was contacted
 
@@ -241,9 +242,10 @@ async def test_forbidden(cloud: FakeJira) -> None:
 async def test_authentication_failure_never_shows_the_token(cloud: FakeJira) -> None:
     wrong = "wrong-token-789"
     settings = make_settings(JIRA_URL=cloud.url, JIRA_EMAIL=EMAIL, JIRA_API_TOKEN=wrong)
-    raw = await registry_for(settings).run(
+    result = await registry_for(settings).run(
         ToolCall("c", "jira_get_issue", '{"issue_key": "TASK-1"}')
     )
+    raw = result.output
     assert "Jira authentication failed" in json.loads(raw)["error"]
     assert wrong not in raw
     assert base64.b64encode(f"{EMAIL}:{wrong}".encode()).decode() not in raw
@@ -347,13 +349,13 @@ async def test_a_create_carries_its_call_s_marker_and_is_found_by_it_after_a_res
     registry = registry_for(cloud_settings(cloud))
     arguments = json.dumps({"summary": "Printer on fire", "description": "Floor 2."})
     create = ToolCall("call_1", "jira_create_issue", arguments, marker="bot-0123456789")
-    assert json.loads(await registry.run(create))["key"] == "TASK-1"
+    assert json.loads((await registry.run(create)).output)["key"] == "TASK-1"
     assert cloud.issues["TASK-1"]["labels"] == ["bot-0123456789"]
 
-    found = json.loads(await registry.recover(create))
+    found = json.loads((await registry.recover(create)).output)
     assert (found["key"], found["url"]) == ("TASK-1", f"{cloud.url}/browse/TASK-1")
     other = ToolCall("call_2", "jira_create_issue", arguments, marker="bot-9999999999")
-    missing = json.loads(await registry.recover(other))["error"]
+    missing = json.loads((await registry.recover(other)).output)["error"]
     assert "most likely not created" in missing and "bot-9999999999" in missing
     assert cloud.created == ["TASK-1"]
     assert len(cloud.calls("POST", r"/issue$")) == 1

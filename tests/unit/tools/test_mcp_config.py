@@ -88,11 +88,23 @@ def test_a_missing_file(tmp_path: Path) -> None:
         load_servers(tmp_path / "nope.json")
 
 
-def test_the_readme_examples_are_valid(tmp_path: Path) -> None:
-    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## MCP servers", 1)[1].split("\n## ", 1)[0]
-    blocks = [part.split("```", 1)[0] for part in section.split("```json\n")[1:]]
+def json_blocks(document: str, heading: str) -> list[str]:
+    """The ```json blocks of the section of a Markdown file under ``heading``."""
+    text = (Path(__file__).parents[3] / document).read_text(encoding="utf-8")
+    section = text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]
+    return [part.split("```", 1)[0] for part in section.split("```json\n")[1:]]
+
+
+def test_the_documented_examples_are_valid(tmp_path: Path) -> None:
+    blocks = json_blocks("docs/mcp.md", "## The servers file")
     assert len(blocks) == 2
     atlassian, docs = (load_servers(write(tmp_path, block))[0] for block in blocks)
     assert atlassian.command == "uvx" and atlassian.allow == {"jira_get_issue", "jira_search"}
     assert docs.headers["Authorization"].startswith("Bearer ")
+
+
+def test_the_readme_example_is_valid(tmp_path: Path) -> None:
+    # the MCP_CONFIG error's line sends people to the README's "MCP servers" for the format
+    (block,) = json_blocks("README.md", "## MCP servers")
+    (docs,) = load_servers(write(tmp_path, block))
+    assert docs.url == "https://mcp.example.com/mcp" and docs.allow == {"search_pages"}

@@ -32,7 +32,7 @@ class Tickets:
 
 
 def run(registry: ToolRegistry, name: str, arguments: str) -> dict:
-    return json.loads(asyncio.run(registry.run(ToolCall("c1", name, arguments))))
+    return json.loads(asyncio.run(registry.run(ToolCall("c1", name, arguments))).output)
 
 
 def test_schema_comes_from_hints_and_docstring() -> None:
@@ -137,17 +137,19 @@ def test_a_writing_call_carries_its_marker_and_is_recovered_by_it_not_run_again(
     registry.add_object(orders)
     assert "marker" not in registry.get("place_order").spec.parameters["properties"]  # type: ignore[union-attr]
     call = ToolCall("c1", "place_order", '{"item": "paper"}', marker="bot-1")
-    assert json.loads(asyncio.run(registry.run(call))) == {"order": "bot-1", "item": "paper"}
+    assert json.loads(asyncio.run(registry.run(call)).output) == {"order": "bot-1", "item": "paper"}
 
-    found = json.loads(asyncio.run(registry.recover(call)))
+    found = json.loads(asyncio.run(registry.recover(call)).output)
     assert found == {"order": "bot-1", "item": "paper", "found": "yes"}
     assert orders.placed == {"bot-1": "paper"}  # looked up, not placed again
 
     lost = ToolCall("c2", "place_order", '{"item": "ink"}', marker="bot-2")
-    assert json.loads(asyncio.run(registry.recover(lost))) == {"error": "No order carries bot-2."}
+    assert json.loads(asyncio.run(registry.recover(lost)).output) == {
+        "error": "No order carries bot-2."
+    }
     assert "bot-2" not in orders.placed
 
     # a writing tool without a lookup: the result says so, and nothing runs
     cancel = ToolCall("c3", "cancel_order", '{"order": "bot-1"}', marker="bot-3")
-    error = json.loads(asyncio.run(registry.recover(cancel)))["error"]
+    error = json.loads(asyncio.run(registry.recover(cancel)).output)["error"]
     assert "not run again" in error and "cancel_order" in error

@@ -85,7 +85,7 @@ def test_arguments_are_validated_against_the_schema() -> None:
     assert (entry.spec.name, entry.source, entry.writes) == ("srv__order", "srv", True)
 
     def run(arguments: str) -> dict[str, Any]:
-        return json.loads(asyncio.run(registry.run(ToolCall("1", "srv__order", arguments))))
+        return json.loads(asyncio.run(registry.run(ToolCall("1", "srv__order", arguments))).output)
 
     assert run('{"name": "tea", "size": "L"}') == {"ordered": True}
     assert seen == [{"name": "tea", "size": "L"}]
@@ -95,5 +95,5 @@ def test_arguments_are_validated_against_the_schema() -> None:
     assert len(seen) == 1
     # a writing tool registered by schema has no lookup: after a crash it is not run again
     call = ToolCall("1", "srv__order", '{"name": "tea"}', marker="m-1")
-    restarted = asyncio.run(registry.recover(call))
+    restarted = asyncio.run(registry.recover(call)).output
     assert "It was not run again" in json.loads(restarted)["error"]

@@ -1,0 +1,50 @@
+"""TurnObserver: what a shell is told while a turn runs, and asked before each write.
+
+One object, passed as one argument to ``Conversations.ask`` / ``resume`` and on to the loop.
+Every method does nothing by default (and a write runs): a shell overrides what it shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.messages import Decision, ModelReply, ToolCall
+from bot.tools.base import ToolResult
+from bot.turn import TurnState
+
+RUN = Decision("run")
+PAUSE = Decision("pause")
+
+
+class TurnObserver:
+    """Hooks into one stretch of a turn; subclass and override what you need."""
+
+    #: the model's text is streamed to ``on_text`` as it is written (else it comes whole)
+    streams_text: bool = False
+
+    async def decide(self, state: TurnState, call: ToolCall) -> Decision:
+        """Asked before each call of a tool that writes: run it, decline it, or pause the
+        turn for a person (approval)."""
+        return RUN
+
+    async def on_model_start(self, state: TurnState) -> None:
+        """A model request is about to be sent."""
+
+    async def on_model_end(self, state: TurnState, reply: ModelReply) -> None:
+        """The model answered (text, tool calls or both)."""
+
+    async def on_text(self, state: TurnState, delta: str) -> None:
+        """A piece of the answer's text, as it is written (only with ``streams_text``)."""
+
+    async def on_tools_start(self, state: TurnState, calls: Sequence[ToolCall]) -> None:
+        """A round's calls are about to run (they are stored already)."""
+
+    async def on_tool_end(self, state: TurnState, call: ToolCall, result: ToolResult) -> None:
+        """One call ended, failed or not; told as each ends."""
+
+    async def on_end(self, state: TurnState) -> None:
+        """The stretch ended: answered, paused, capped or failed (``state.outcome``)."""
+
+
+#: the observer of a turn nobody watches
+UNOBSERVED = TurnObserver()
