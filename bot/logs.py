@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterator
 from contextvars import ContextVar
 from datetime import UTC, datetime
+from typing import TextIO
 
 from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter as _KeptJsonFormatter
@@ -108,7 +109,7 @@ class TextFormatter(logging.Formatter):
         return f"{line} [{' '.join(ids)}]" if ids else line
 
 
-class _Handler(logging.StreamHandler):  # type: ignore[type-arg]
+class _Handler(logging.StreamHandler[TextIO]):
     """The handler configure_logging installs (so report_error can find it)."""
 
 
@@ -120,7 +121,7 @@ def configure_logging(level: str = "INFO", fmt: str = "text") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level)
     for noisy in _NOISY:
-        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 
 
 def logs_configured() -> bool:

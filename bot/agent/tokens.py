@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 from functools import lru_cache
-from typing import Any
+from typing import Protocol
 
 from bot.messages import Message
 
@@ -23,8 +23,14 @@ MESSAGE_OVERHEAD = 4
 ESTIMATE_FROM_CHARS = 100_000
 
 
+class _Tokenizer(Protocol):
+    """What we use of bpe-openai's tokenizer (the package ships no type marker)."""
+
+    def count(self, text: str) -> int: ...
+
+
 @lru_cache(maxsize=1)
-def _tokenizer() -> Any:
+def _tokenizer() -> _Tokenizer:
     """o200k_base from bpe-openai's Rust extension, loaded alone.
 
     Importing the ``bpe_openai`` package first reads every vocabulary it ships into Python
@@ -44,7 +50,8 @@ def _tokenizer() -> Any:
         raise ModuleNotFoundError("bpe-openai's Rust extension is missing")
     bindings = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bindings)
-    return bindings.tokenizer_for_encoding("o200k_base")
+    tokenizer: _Tokenizer = bindings.tokenizer_for_encoding("o200k_base")
+    return tokenizer
 
 
 def count_text(text: str | None) -> int:

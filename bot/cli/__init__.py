@@ -34,7 +34,8 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module, _, attribute = target.partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        command: click.Command = getattr(importlib.import_module(module), attribute)
+        return command
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -93,7 +93,7 @@ def chat(channel: str) -> int:
     return asyncio.run(_chat(settings, channel))
 
 
-async def _chat(settings, channel: str) -> int:  # type: ignore[no-untyped-def]
+async def _chat(settings: Settings, channel: str) -> int:
     services = build_services(settings)
     click.echo(f"Talking in session '{channel}'. Ctrl-D or 'exit' to leave.")
     try:

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from bot.jobs import Handler, Job
+from bot.jobs.inbox import Inbox
 from bot.jobs.runner import Jobs
 
 log = logging.getLogger(__name__)
@@ -32,8 +33,8 @@ class _Turn:
 
 
 class LocalJobs(Jobs):
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
+    def __init__(self, inbox: Inbox) -> None:
+        super().__init__(inbox)
         self._queues: dict[str, list[_Turn]] = {}
         self._order = itertools.count()
         #: the tasks working through the queues (held: a loop keeps only weak references)

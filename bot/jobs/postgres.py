@@ -27,7 +27,7 @@ from sqlalchemy.exc import DBAPIError
 
 from bot.errors import StoreError
 from bot.jobs import Handler, Job
-from bot.jobs.inbox import QUEUED, Key, job_from
+from bot.jobs.inbox import QUEUED, Inbox, Key, job_from
 from bot.jobs.runner import Jobs
 from bot.messages import utcnow
 from bot.store.db import store_errors
@@ -90,8 +90,8 @@ _LEAVE_AND_FINISH = text(
 
 
 class PostgresJobs(Jobs):
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
+    def __init__(self, inbox: Inbox) -> None:
+        super().__init__(inbox)
         #: single statements, each its own transaction: one round trip, no BEGIN and COMMIT
         self._autocommit = self.inbox.engines.ledger.execution_options(isolation_level="AUTOCOMMIT")
         #: jobs whose end left their channel already

@@ -6,9 +6,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, overload
 
 import openai
 
@@ -68,13 +68,19 @@ class UnreadableReply(Exception):
     message says what, for the log."""
 
 
-def take(value: object, key: str, kind: type[T], where: str, *, required: bool = True) -> T:
+@overload
+def take(value: object, key: str, kind: type[T], where: str) -> T: ...
+@overload
+def take(value: object, key: str, kind: type[T], where: str, *, required: bool) -> T | None: ...
+
+
+def take(value: object, key: str, kind: type[T], where: str, *, required: bool = True) -> T | None:
     """``value[key]``, checked to be a ``kind`` (None allowed when not ``required``)."""
     if not isinstance(value, dict):
         raise UnreadableReply(f"{where} is {_what(value)}, not an object")
     found = value.get(key)
     if found is None and not required:
-        return found  # type: ignore[return-value]
+        return None
     if not isinstance(found, kind) or (isinstance(found, bool) and kind is not bool):
         raise UnreadableReply(f"{where}.{key} is {_what(found)}, not {kind.__name__}")
     return found
@@ -88,7 +94,7 @@ def count(value: object, key: str) -> int:
 
 async def stream_events(
     client: openai.AsyncOpenAI, path: str, body: dict[str, Any]
-) -> AsyncIterator[object]:
+) -> AsyncGenerator[object, None]:
     """POST ``body`` with ``stream`` on; its events as JSON, read as they come (one that is
     not JSON is an UnreadableReply). Use it under ``contextlib.aclosing``."""
     stream = await client.post(
@@ -193,7 +199,7 @@ def _error_code(exc: openai.APIStatusError) -> str | None:
     if code:
         return str(code)
     body = exc.body if isinstance(exc.body, dict) else {}
-    error = body.get("error", body) if isinstance(body, dict) else {}
+    error = body.get("error", body)
     return error.get("code") or error.get("type") if isinstance(error, dict) else None
 
 

@@ -115,11 +115,10 @@ def feedback_block(turn_id: int) -> dict[str, Any]:
 
 def _fields(call: ToolCall, requester: str | None, default_project: str | None) -> Blocks:
     try:
-        arguments = json.loads(call.arguments or "{}")
+        parsed = json.loads(call.arguments or "{}")
     except json.JSONDecodeError:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        arguments = {}
+        parsed = {}
+    arguments: dict[str, Any] = parsed if isinstance(parsed, dict) else {}
     if call.name == "jira_create_issue":  # what Jira will use when the model names none
         arguments = {**DEFAULTS, "project_key": default_project or "(default)", **arguments}
     ordered = [k for k in LABELS if k in arguments] + [k for k in arguments if k not in LABELS]

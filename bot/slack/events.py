@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from bot.agent.conversations import Incoming
 from bot.jobs import Job
@@ -346,7 +346,7 @@ def is_ignored(event: dict[str, Any], understood_as: object) -> bool:
 
 
 def mentions(text: str, bot_user_id: str | None) -> bool:
-    return bool(bot_user_id) and _mention_pattern(bot_user_id).search(text) is not None
+    return bool(bot_user_id and _mention_pattern(bot_user_id).search(text))
 
 
 def strip_mention(text: str, bot_user_id: str | None) -> str:

@@ -24,7 +24,7 @@ import hashlib
 import hmac
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.adapter.starlette.async_handler import to_starlette_response
 from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
 from slack_bolt.request.internals import parse_body
-from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
 from slack_sdk.socket_mode.request import SocketModeRequest
 from slack_sdk.socket_mode.response import SocketModeResponse
 from starlette.requests import ClientDisconnect, Request
@@ -70,11 +70,11 @@ async def handle(request: Request, app: AsyncApp, secret: bytes) -> Response:
             problem,
         )
         return Response(status_code=200)
-    # decoded, it parses as above: Bolt parses it again into its own request
+    # decoded, it parses as above: Bolt parses it again into its own request. Bolt keeps the
+    # last of a repeated name, as these dicts do.
+    headers: dict[str, str | Sequence[str]] = dict(request.headers.items())
     bolt_request = AsyncBoltRequest(
-        body=body.decode("utf-8"),
-        query=request.query_params,  # type: ignore[arg-type]
-        headers=request.headers,  # type: ignore[arg-type]
+        body=body.decode("utf-8"), query=dict(request.query_params.items()), headers=headers
     )
     return to_starlette_response(await app.async_dispatch(bolt_request))
 
@@ -82,13 +82,11 @@ async def handle(request: Request, app: AsyncApp, secret: bytes) -> Response:
 class CheckedSocketModeHandler(AsyncSocketModeHandler):
     """Bolt's Socket Mode handler, after bot.slack.shapes.malformed has let the envelope by."""
 
-    async def handle(  # type: ignore[override]
-        self, client: AsyncBaseSocketModeClient, req: SocketModeRequest
-    ) -> None:
-        payload = req.payload
-        problem = malformed(payload) if isinstance(payload, dict) else "not a JSON object"
+    async def handle(self, client: SocketModeClient, req: SocketModeRequest) -> None:  # type: ignore[override]  # Bolt's aiohttp handler narrows the client so too
+        # the SDK has made the payload a dict (or refused the envelope)
+        problem = malformed(req.payload)
         if problem is None:
-            await super().handle(client, req)  # type: ignore[arg-type]
+            await super().handle(client, req)
             return
         log.warning("acknowledged a Socket Mode envelope the bot does not handle: %s", problem)
         await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
@@ -131,7 +129,8 @@ def payload_of(body: bytes, content_type: str | None) -> dict[str, Any] | None:
     """A signed body as Bolt reads it (JSON, or a form whose ``payload`` is JSON), or None
     when it is not text or not an object."""
     try:
-        parsed = parse_body(body.decode("utf-8"), content_type)
+        # typed a dict, but JSON may be any value
+        parsed: object = parse_body(body.decode("utf-8"), content_type)
     except ValueError:  # not UTF-8, not JSON
         return None
     return parsed if isinstance(parsed, dict) else None

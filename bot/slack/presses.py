@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from bot.jobs import Job
 from bot.messages import NEGATIVE, POSITIVE
@@ -55,16 +55,10 @@ def press_from(
     if not (isinstance(container, dict) and isinstance(user, dict)):
         return None
     action = actions[0]
-    action_id, value, action_ts = (
-        action.get("action_id"),
-        action.get("value"),
-        action.get("action_ts"),
-    )
-    user_id, channel = user.get("id"), container.get("channel_id")
-    thread_ts = container.get("thread_ts")
-    if action_id not in action_ids or not all(
-        isinstance(x, str) and x for x in (value, action_ts, user_id, channel)
-    ):
+    action_id, value = action.get("action_id"), _text(action.get("value"))
+    action_ts, thread_ts = action.get("action_ts"), container.get("thread_ts")
+    user_id, channel = _text(user.get("id")), _text(container.get("channel_id"))
+    if action_id not in action_ids or value is None or user_id is None or channel is None:
         return None
     if not (_ts(action_ts) and (thread_ts is None or _ts(thread_ts))):
         return None
@@ -80,5 +74,10 @@ def press_from(
     return Press(action_id, int(turn_id), user_id, channel, action_ts, *extra)
 
 
-def _ts(value: Any) -> bool:
+def _ts(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and TS.fullmatch(value) is not None
+
+
+def _text(value: object) -> str | None:
+    """``value`` if it is a string and not empty."""
+    return value if isinstance(value, str) and value else None

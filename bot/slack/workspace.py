@@ -49,7 +49,7 @@ class WorkspaceClient(AsyncWebClient):
                 why,
             )
 
-    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:  # type: ignore[override]
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         if self.revoked is not None:
             raise SlackApiError(f"not sent: {self.revoked}", self._refused(api_method))
         try:

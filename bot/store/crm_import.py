@@ -13,7 +13,7 @@ import io
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -44,6 +44,9 @@ ACCOUNT_COLUMNS = {
     "notes": 100_000,
 }
 REQUIRED = ("id", "name")
+
+#: the two kinds of record an import writes
+_Record = TypeVar("_Record", AccountRow, ContactRow)
 
 
 class CrmImportError(BotError):
@@ -118,7 +121,9 @@ class _Problems:
 
 
 async def import_csv(
-    sessions: async_sessionmaker, contacts: Path | None = None, accounts: Path | None = None
+    sessions: async_sessionmaker[AsyncSession],
+    contacts: Path | None = None,
+    accounts: Path | None = None,
 ) -> ImportSummary:
     """Upsert both files by id in one transaction, or raise CrmImportError and change
     nothing."""
@@ -132,7 +137,8 @@ async def import_csv(
     )
     async with sessions() as session, session.begin():
         if contacts is not None:
-            wanted = {r.values["account_id"] for r in contact_rows} - {None}
+            named = (r.values["account_id"] for r in contact_rows)
+            wanted = {account_id for account_id in named if account_id is not None}
             wanted -= {r.values["id"] for r in account_rows}
             known = await _existing(session, AccountRow, wanted)
             for row in contact_rows:
@@ -284,17 +290,15 @@ async def _existing(
     return found
 
 
-async def _upsert(
-    session: AsyncSession, model: type[AccountRow] | type[ContactRow], rows: list[_Row]
-) -> tuple[int, int]:
+async def _upsert(session: AsyncSession, model: type[_Record], rows: list[_Row]) -> tuple[int, int]:
     """Insert new ids, update existing ones: columns present in the file are overwritten
     (an empty cell clears), attributes are merged (an empty cell removes the key)."""
-    existing: dict[str, Any] = {}
+    existing: dict[str | None, _Record] = {}
     ids = [r.values["id"] for r in rows]
     for i in range(0, len(ids), _CHUNK):
         chunk = ids[i : i + _CHUNK]
-        for obj in await session.scalars(select(model).where(model.id.in_(chunk))):
-            existing[obj.id] = obj
+        for stored in await session.scalars(select(model).where(model.id.in_(chunk))):
+            existing[stored.id] = stored
     created = updated = 0
     for row in rows:
         obj = existing.get(row.values["id"])

@@ -5,7 +5,7 @@ write (the figures: where it is used, bot.jobs.inbox and bot.store.turns)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
 Item = TypeVar("Item")
@@ -17,7 +17,9 @@ class GroupCommit(Generic[Item, Result]):
     returns one result an item, in order; a result that is an exception is raised to that
     item's caller alone (a write that raises fails them all)."""
 
-    def __init__(self, write: Callable[[list[Item]], Awaitable[list[Result]]]) -> None:
+    def __init__(
+        self, write: Callable[[list[Item]], Awaitable[Sequence[Result | BaseException]]]
+    ) -> None:
         self._write = write
         self._waiting: list[tuple[Item, asyncio.Future[Result]]] = []
         self._writer: asyncio.Task[None] | None = None

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
 import bot
@@ -46,7 +45,3 @@ def current(database_url: str) -> str:
     output = io.StringIO()
     command.current(alembic_config(database_url, output))
     return output.getvalue().strip() or "(none: the database has no tables yet)"
-
-
-def current_revision(connection) -> str | None:  # type: ignore[no-untyped-def]
-    return MigrationContext.configure(connection).get_current_revision()

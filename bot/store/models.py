@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -13,6 +13,7 @@ from sqlalchemy import (
     Index,
     Integer,
     String,
+    Table,
     Text,
     UniqueConstraint,
 )
@@ -24,7 +25,9 @@ BigId = BigInteger().with_variant(Integer(), "sqlite")
 
 
 class Base(DeclarativeBase):
-    pass
+    if TYPE_CHECKING:
+        # every model here is mapped to a Table of its own (SQLAlchemy types it as any FromClause)
+        __table__: ClassVar[Table]
 
 
 class TurnRow(Base):

@@ -94,9 +94,7 @@ def describe_function(function: Callable[..., Any], name: str) -> tuple[str, Mod
             annotation,
             Field(default=default, description=arg_docs.get(param.name)),
         )
-    model = create_model(  # type: ignore[call-overload]
-        f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    model = create_model(f"{name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
     return " ".join(summary.split()), ModelArguments(model)
 
 

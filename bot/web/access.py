@@ -114,7 +114,8 @@ def bearer_token(request: Request) -> str | None:
 
 def mount_root(request: Request) -> str:
     """Where the admin app is mounted ("/admin"), so links work under any prefix."""
-    return request.scope.get("root_path", "").rstrip("/")
+    root_path: str = request.scope.get("root_path", "")
+    return root_path.rstrip("/")
 
 
 def safe_next(request: Request, target: str) -> str:

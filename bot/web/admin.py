@@ -102,7 +102,12 @@ class AdminSite:
         self.channels = channels
 
     def render(
-        self, request: Request, admin: Admin | None, template: str, status_code: int = 200, **ctx
+        self,
+        request: Request,
+        admin: Admin | None,
+        template: str,
+        status_code: int = 200,
+        **ctx: Any,
     ) -> Response:
         context = {
             "root": mount_root(request),
@@ -174,9 +179,10 @@ class AdminSite:
     async def sessions_page(self, request: Request, admin: Admin) -> Response:
         query = request.query_params
         search = query.get("q", "").strip()[:SEARCH_MAX_CHARS]
-        sort = query.get("sort") if query.get("sort") in _SORTS else "last_activity"
-        order = query.get("order") if query.get("order") in ("asc", "desc") else None
-        order = order or _SORTS[sort].default_order
+        sort = query.get("sort", "")
+        sort = sort if sort in _SORTS else "last_activity"
+        order = query.get("order", "")
+        order = order if order in ("asc", "desc") else _SORTS[sort].default_order
         summaries = await self.sessions.summaries()
         disliked_only = query.get("feedback") == "negative"
         if disliked_only:
@@ -241,7 +247,7 @@ class AdminSite:
             return self.message(request, admin, "Nothing to export there.", 404)
         filename = f"session-{re.sub(r'[^A-Za-z0-9_.-]', '_', channel)}.{fmt}"
         return StreamingResponse(
-            self.sessions.export(channel, fmt),  # type: ignore[arg-type]
+            self.sessions.export(channel, fmt),
             media_type="application/x-ndjson" if fmt == "jsonl" else "text/csv",
             headers={"Content-Disposition": f'attachment; filename="{filename}"'},
         )

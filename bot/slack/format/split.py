@@ -136,8 +136,12 @@ def _hard_cut(text: str, pos: int, end_max: int, marks: _Marks) -> int:
 
 def _grapheme_start(text: str, pos: int, i: int) -> int:
     """Where the grapheme cluster holding text[i] starts, or `pos` if it starts before that."""
-    while i > pos and _GRAPHEME.match(text, i - 1, i + 1).end() != i:
+    while i > pos:
         # \X from the previous character stops at i only where a cluster starts; it sees the
         # text before it too, so regional indicators still pair from the start of their run.
+        cluster = _GRAPHEME.match(text, i - 1, i + 1)
+        assert cluster is not None  # \X matches wherever a character is left
+        if cluster.end() == i:
+            break
         i -= 1
     return i

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 from urllib.parse import urlsplit
 
 import requests
@@ -47,6 +47,12 @@ from urllib3.util.retry import Retry
 from bot.config import JiraSettings
 from bot.errors import ToolError
 from bot.tools.jira.errors import OutcomeUnknown, explain
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from urllib3.connectionpool import ConnectionPool
+    from urllib3.response import BaseHTTPResponse
 
 log = logging.getLogger(__name__)
 
@@ -84,15 +90,15 @@ class JiraRetry(Retry):
             return status_code == 429 and bool(self.total)
         return super().is_retry(method, status_code, has_retry_after)
 
-    def increment(  # type: ignore[override]
+    def increment(
         self,
         method: str | None = None,
         url: str | None = None,
-        response: Any = None,
+        response: BaseHTTPResponse | None = None,
         error: Exception | None = None,
-        _pool: Any = None,
-        _stacktrace: Any = None,
-    ) -> Retry:
+        _pool: ConnectionPool | None = None,
+        _stacktrace: TracebackType | None = None,
+    ) -> Self:
         if isinstance(error, ReadTimeoutError):
             raise error.with_traceback(_stacktrace)
         retry = super().increment(method, url, response, error, _pool, _stacktrace)
@@ -104,7 +110,7 @@ class JiraRetry(Retry):
             # as when the retries are used up: the pool returns the last answer
             # (raise_on_status=False), or requests raises the error
             reason = error or ResponseError("no time left to retry within the time limit")
-            raise MaxRetryError(_pool, url, reason) from error
+            raise MaxRetryError(_pool, url, reason) from error  # type: ignore[arg-type]  # as in urllib3's own increment: a pool always passes itself
         if response is not None:
             log.info("jira: HTTP %s, retrying in %.1f s", response.status, wait)
         return retry

@@ -81,7 +81,7 @@ class McpConnection:
         self._wanted = asyncio.Event()
         self._attempt_end = asyncio.Event()
         self._first_attempt = asyncio.Event()
-        self._closing = False
+        self._closing = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     @property
@@ -98,7 +98,7 @@ class McpConnection:
 
     async def close(self, grace_s: float = 8.0) -> None:
         """End the session (a stdio server's process is stopped) and the task."""
-        self._closing = True
+        self._closing.set()
         self._wanted.set()
         if self._link is not None:
             self._link.lost.set()
@@ -141,7 +141,7 @@ class McpConnection:
             link = self._link
             if link is not None and not link.lost.is_set():
                 return link
-            if self._closing:
+            if self._closing.is_set():
                 raise ToolError(f"The MCP server {self.name} is shutting down.")
             attempt = self._attempt_end
             self._wanted.set()
@@ -185,9 +185,9 @@ class McpConnection:
 
     async def _run(self) -> None:
         delay, warned = self.retry_s[0], False
-        while not self._closing:
+        while not self._closing.is_set():
             was_up = await self._connect_and_serve()
-            if self._closing:
+            if self._closing.is_set():
                 break
             if was_up:
                 delay, warned = self.retry_s[0], False
@@ -231,7 +231,7 @@ class McpConnection:
                 self._link, self.problem = link, None
                 log.info("mcp %s: connected, %d tools", self.name, len(tools))
                 self._end_attempt()
-                if self._closing:  # close() came during the handshake, saw no link
+                if self._closing.is_set():  # close() came during the handshake, saw no link
                     lost.set()
                 await lost.wait()
         except Exception as exc:

@@ -27,7 +27,6 @@ def main(argv: list[str]) -> int:
     except OSError as exc:
         print(f"cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
         return 127
-    return 0  # not reached: exec replaced this process
 
 
 if __name__ == "__main__":

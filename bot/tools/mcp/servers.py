@@ -86,9 +86,9 @@ class McpServers:
         offered = []
         for tool in listed:
             if config.offers(tool.name):
-                name = self._register(config, tool)
-                if name is not None:
-                    offered.append(name)
+                registered = self._register(config, tool)
+                if registered is not None:
+                    offered.append(registered)
         self._offered[config.name] = offered
 
     def _register(self, config: ServerConfig, tool: types.Tool) -> str | None:

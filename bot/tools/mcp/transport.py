@@ -128,7 +128,8 @@ class _EndWatch:
 
     async def __aexit__(self, *exc_info: Any) -> bool | None:
         self._on_end()
-        return await self._stream.__aexit__(*exc_info)
+        suppress: bool | None = await self._stream.__aexit__(*exc_info)
+        return suppress
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:
