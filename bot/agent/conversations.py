@@ -8,6 +8,7 @@ at a time."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from dataclasses import dataclass, field
@@ -329,15 +330,17 @@ class Conversations:
 
     def _reply(self, state: TurnState) -> Reply:
         """The reply of a stretch that ended."""
-        ended = {"outcome": state.outcome, "turn_id": state.id, "rounds": state.rounds}
+        ended = functools.partial(
+            Reply, outcome=state.outcome, turn_id=state.id, rounds=state.rounds
+        )
         if state.outcome == Outcome.ERROR:
-            return Reply(state.error_message or FAILED, ok=False, **ended)
+            return ended(state.error_message or FAILED, ok=False)
         if state.outcome == Outcome.EXPIRED:
-            return Reply(APPROVAL_EXPIRED, ok=False, **ended)
+            return ended(APPROVAL_EXPIRED, ok=False)
         if state.outcome == Outcome.AWAITING_APPROVAL:
-            return Reply("", ok=True, pending=tuple(self.pending_writes(state)), **ended)
+            return ended("", ok=True, pending=tuple(self.pending_writes(state)))
         answer = state.answer or ""
-        return Reply(answer or FAILED, ok=bool(answer), **ended)
+        return ended(answer or FAILED, ok=bool(answer))
 
     def _stored_reply(self, found: TurnState) -> Reply:
         """The reply of a turn that ended before its process could post it."""

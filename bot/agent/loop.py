@@ -28,7 +28,8 @@ from bot.agent.window import repair, select_window
 from bot.errors import ModelError, ModelTimeout
 from bot.llm.base import ChatModel, TextSink
 from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall, ToolSpec
-from bot.tools.base import ToolRegistry, ToolResult
+from bot.tools.base import ToolRegistry
+from bot.tools.tool import ToolResult
 from bot.turn import TurnState
 
 log = logging.getLogger(__name__)

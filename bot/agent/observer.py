@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.messages import Decision, ModelReply, ToolCall
-from bot.tools.base import ToolResult
+from bot.tools.tool import ToolResult
 from bot.turn import TurnState
 
 RUN = Decision("run")

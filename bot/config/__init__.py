@@ -9,7 +9,7 @@ so that every malformed one is named at once.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -89,7 +89,7 @@ class Settings(BaseModel):
 
 #: the groups by their names in Settings
 _GROUPS: dict[str, type[SettingsGroup]] = {
-    name: field.annotation  # type: ignore[misc]
+    name: cast(type[SettingsGroup], field.annotation)
     for name, field in Settings.model_fields.items()
 }
 #: each variable's group
@@ -137,7 +137,9 @@ class _Reading(BaseSettings):
 
 
 #: every variable, read in one pass, each with its group's field and validators
-_Variables = create_model("_Variables", __base__=(*_GROUPS.values(), _Reading))
+_BASES: tuple[type[BaseModel], ...] = (*_GROUPS.values(), _Reading)
+# a tuple display, not the name: pydantic's mypy plugin would take a named tuple for a class
+_Variables = create_model("_Variables", __base__=(*_BASES,))
 
 
 class _LogFormat(_Reading):
@@ -165,7 +167,9 @@ def load_settings(**overrides: Any) -> Settings:
     except ValidationError as exc:
         raise SettingsError(_invalid(exc.errors())) from None
     # each group an object of its own, holding its fields only
-    return Settings(**{group: _part(read, fields) for group, fields in _GROUPS.items()})
+    return Settings.model_validate(
+        {group: _part(read, fields) for group, fields in _GROUPS.items()}
+    )
 
 
 def _part(read: BaseModel, group: type[SettingsGroup]) -> SettingsGroup:

@@ -25,7 +25,7 @@ from bot.agent.observer import PAUSE, TurnObserver
 from bot.config import SlackSettings
 from bot.errors import StoreError
 from bot.messages import Decision, Outcome, ToolCall
-from bot.slack.cards import approval_card, continue_message, feedback_block
+from bot.slack.cards import Blocks, approval_card, continue_message, feedback_block
 from bot.slack.display import Display
 from bot.slack.events import Question, Thread
 from bot.slack.files import SlackFiles
@@ -33,7 +33,7 @@ from bot.slack.live import LiveStatus
 from bot.slack.poster import Poster
 from bot.slack.stream import AnswerStream, Recipient
 from bot.slack.threads import SlackThreads
-from bot.tools.base import ToolResult
+from bot.tools.tool import ToolResult
 from bot.turn import TurnState
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ NOT_FOR_GUESTS = (
 _REFUSE_A_GUEST = Decision("decline", NOT_FOR_GUESTS)
 
 
-def _feedback(reply: Reply) -> list | None:  # type: ignore[type-arg]
+def _feedback(reply: Reply) -> Blocks | None:
     """The feedback buttons under an answer that ends its turn; None under any other."""
     final = reply.ok and reply.outcome.final
     return [feedback_block(reply.turn_id)] if final and reply.turn_id else None
@@ -268,7 +268,7 @@ class Delivery:
             text, blocks = continue_message(turn.id or 0, turn.rounds)
             await self._show_card(thread, turn, text, blocks, "continue", look_first)
 
-    def card(self, turn: TurnState, decided: str | None = None) -> tuple[str, list]:  # type: ignore[type-arg]
+    def card(self, turn: TurnState, decided: str | None = None) -> tuple[str, Blocks]:
         calls = self.conversations.pending_writes(turn)
         describe, default = self.conversations.describe, self.default_project
         return approval_card(turn, calls, describe, default_project=default, decided=decided)
@@ -287,9 +287,9 @@ class Delivery:
         thread: Thread,
         turn: TurnState,
         text: str,
-        blocks: list,
+        blocks: Blocks,
         kind: str,
-        look_first: bool,  # type: ignore[type-arg]
+        look_first: bool,
     ) -> None:
         """Post the turn's buttons and record where they are (the only message a press may
         edit for the turn)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
-from typing import Any, TypeGuard
+from typing import Any
 
 from bot.agent.conversations import Incoming
 from bot.jobs import Job

@@ -118,10 +118,15 @@ class LiveStatus:
             wait = self._last + self.interval - time.monotonic()
             self._pending = asyncio.create_task(self._flush(max(wait, 0.0)))
 
+    def _take_wanted(self) -> tuple[str, bool] | None:
+        # a method, not inline: mypy would keep self._wanted None past the awaits below
+        wanted, self._wanted = self._wanted, None
+        return wanted
+
     async def _flush(self, wait: float) -> None:
         await asyncio.sleep(wait)
         async with self._lock:
-            wanted, self._wanted = self._wanted, None
+            wanted = self._take_wanted()
             if wanted is None or wanted == self._shown:
                 return
             self._shown, self._last = wanted, time.monotonic()

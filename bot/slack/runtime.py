@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 
 import aiohttp
@@ -127,7 +127,9 @@ class SlackRuntime:
             self._socket.client.wss_uri = await self._socket_url(client)
             await self._socket.connect_async()
         else:
-            self._secret = slack.SLACK_SIGNING_SECRET.encode()
+            secret = slack.SLACK_SIGNING_SECRET
+            assert secret is not None  # required in __init__
+            self._secret = secret.encode()
         log.info(
             "Slack connected as %s in %s via %s",
             identity.bot_user_id,
@@ -147,7 +149,7 @@ class SlackRuntime:
         if self._session is not None:
             await self._session.close()
 
-    def _every(self, sweep, every_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    def _every(self, sweep: Callable[[], Awaitable[object]], every_s: float, what: str) -> None:
         self._sweeps.append(asyncio.create_task(_repeat(sweep, every_s, what)))
 
     async def _retain(self) -> None:
@@ -165,9 +167,11 @@ class SlackRuntime:
 
     async def _socket_url(self, client: AsyncWebClient) -> str:
         token = self.settings.slack.SLACK_APP_TOKEN
+        assert token is not None  # required in __init__
         async with self._refusals("SLACK_APP_TOKEN"):
             opened = await client.apps_connections_open(app_token=token)
-        return opened["url"]
+        url: str = opened["url"]
+        return url
 
     @contextlib.asynccontextmanager
     async def _refusals(self, token_name: str) -> AsyncIterator[None]:
@@ -193,7 +197,7 @@ class SlackRuntime:
             ) from None
 
 
-async def _repeat(sweep, every_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
+async def _repeat(sweep: Callable[[], Awaitable[object]], every_s: float, what: str) -> None:
     while True:
         try:
             await sweep()

@@ -28,14 +28,21 @@ import inspect
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import sqlalchemy
-from sqlalchemy import Connection, event
+from sqlalchemy import Connection, Table, event
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import AdaptedConnection
 from sqlalchemy.exc import InvalidatePoolError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
-from sqlalchemy.pool import AsyncAdaptedQueuePool, QueuePool
+from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.pool import (
+    AsyncAdaptedQueuePool,
+    ConnectionPoolEntry,
+    PoolProxiedConnection,
+    QueuePool,
+)
 from sqlalchemy.util import await_only
 
 from bot.config import async_database_url
@@ -169,7 +176,9 @@ def create_engine(database_url: str) -> AsyncEngine:
     return create_engines(database_url).writes
 
 
-def _ping(dbapi_connection, _record, _proxy) -> None:  # type: ignore[no-untyped-def]
+def _ping(
+    dbapi_connection: AdaptedConnection, _record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
+) -> None:
     """A pooled PostgreSQL connection is pinged before use: one a server restart (or an
     idle timeout) ended is replaced, and the pool with it, instead of failing the turn that
     draws it. SQLAlchemy's own pre-ping for asyncpg is three round trips (BEGIN, a query,
@@ -184,9 +193,11 @@ def _ping(dbapi_connection, _record, _proxy) -> None:  # type: ignore[no-untyped
         raise InvalidatePoolError(f"ping failed ({type(exc).__name__})") from exc
 
 
-def insert_for(dialect: str):  # type: ignore[no-untyped-def]
+def insert_for(
+    dialect: str,
+) -> Callable[[Table | type[DeclarativeBase]], postgresql.Insert | sqlite.Insert]:
     """The backend's INSERT, which has ON CONFLICT (DO NOTHING / DO UPDATE)."""
-    return (postgresql if dialect == "postgresql" else sqlite).insert
+    return postgresql.insert if dialect == "postgresql" else sqlite.insert
 
 
 def store_errors(method: F) -> F:
@@ -202,7 +213,7 @@ def store_errors(method: F) -> F:
             except (SQLAlchemyError, OSError) as exc:
                 raise StoreError(_reason(exc)) from exc
 
-        return generator  # type: ignore[return-value]
+        return cast(F, generator)
 
     @functools.wraps(method)
     async def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -211,7 +222,7 @@ def store_errors(method: F) -> F:
         except (SQLAlchemyError, OSError) as exc:
             raise StoreError(_reason(exc)) from exc
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)
 
 
 def _reason(exc: BaseException) -> str:
@@ -226,7 +237,9 @@ def _sqlite_recipe(engine: sqlalchemy.Engine, begin: str) -> None:
     event.listen(engine, "begin", functools.partial(_sqlite_begin, begin))
 
 
-def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyped-def]
+def _sqlite_pragmas(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+    # dbapi_connection: aiosqlite's adapted connection (SQLAlchemy's DBAPI protocol has no
+    # isolation_level)
     # the driver's own transaction handling off: the "begin" listener issues BEGIN
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
@@ -237,7 +250,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:  # type: ignore[no-untyp
     cursor.close()
 
 
-def _sqlite_begin(statement: str, connection) -> None:  # type: ignore[no-untyped-def]
+def _sqlite_begin(statement: str, connection: Connection) -> None:
     # a statement run on its own (see single_statements) is a transaction by itself
     if not connection.get_execution_options().get(_SINGLE_STATEMENTS, False):
         connection.exec_driver_sql(statement)

@@ -51,7 +51,9 @@ class OpenTurn:
     position: int | None
 
 
-def message_rows(turn: OpenTurn, messages: Sequence[Message]) -> tuple[list[Message], list[dict]]:  # type: ignore[type-arg]
+def message_rows(
+    turn: OpenTurn, messages: Sequence[Message]
+) -> tuple[list[Message], list[dict[str, Any]]]:
     """The messages as stored after the channel's newest (``turn.position``, which moves
     on), and their rows."""
     position = turn.position or 0
@@ -87,7 +89,7 @@ def stored_context(message: Message) -> dict[str, Any] | None:
     return {"asked": message.asked, **message.context.to_dict()}
 
 
-def with_ids(stored: list[Message], rows: list[dict], returned: Any) -> list[Message]:  # type: ignore[type-arg]
+def with_ids(stored: list[Message], rows: list[dict[str, Any]], returned: Any) -> list[Message]:
     """``stored`` with the ids the database gave them: ``returned`` rows of channel,
     position and id (INSERT_MESSAGES' RETURNING)."""
     ids = {(channel, position): id_ for channel, position, id_ in returned}

@@ -55,7 +55,7 @@ class ThreadStore:
                     MessageRow.channel_id == channel_id, MessageRow.slack_ts.in_(wanted)
                 )
             )
-            held = set(found)
+            held = {ts for ts in found if ts is not None}
         for message in await self.with_context(channel_id):
             if message.context is not None:
                 held |= {line.ts for line in message.context.lines if line.ts in wanted}

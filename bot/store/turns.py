@@ -13,6 +13,7 @@ of its channel, so its messages' positions are known without asking.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -90,10 +91,12 @@ class TurnStore:
                 return None
             return (window, *insert_begun(connection, state, channel_id, window.newest, user))
 
-        begun = None
+        begun: tuple[Window, OpenTurn, Message] | None = None
         if self.engines.dialect == "postgresql":
             begun = await self.engines.statement(in_one)
-        window, turn, stored = begun or await self.engines.transaction(work)
+        if begun is None:
+            begun = await self.engines.transaction(work)
+        window, turn, stored = begun
         state.history = list(window.messages)
         window.extend(window.newest, [stored])
         self.windows.keep(channel_id, window, deletions)
@@ -124,7 +127,7 @@ class TurnStore:
 
     async def _journal_all(
         self, appends: list[tuple[OpenTurn, Sequence[Message]]]
-    ) -> list[list[Message] | Exception]:
+    ) -> Sequence[list[Message] | Exception]:
         if len(appends) > 1:
             positions = [turn.position for turn, _ in appends]
             try:
@@ -135,7 +138,9 @@ class TurnStore:
         outcomes: list[list[Message] | Exception] = []
         for turn, messages in appends:
             try:
-                one = await self.engines.statement(lambda c, t=turn, m=messages: append(c, t, m))
+                one = await self.engines.statement(
+                    functools.partial(append, turn=turn, messages=messages)
+                )
                 outcomes.append(one)
             except SQLAlchemyError as exc:
                 outcomes.append(exc)

@@ -180,10 +180,11 @@ def _unchanged(connection: Connection, channel_id: str, window: Window) -> bool:
     count, highest, edited = connection.execute(
         _SPAN, {"channel": channel_id, "oldest": oldest}
     ).one()
-    ids = [message.id for message in window.messages]
-    return (
-        count == len(ids)
-        and highest == max(ids, default=None)  # type: ignore[type-var]
+    # a window holds stored messages: each has its id
+    ids = [message.id for message in window.messages if message.id is not None]
+    return bool(
+        count == len(window.messages)
+        and highest == max(ids, default=None)
         and edited == window.edited
     )
 

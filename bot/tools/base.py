@@ -1,4 +1,4 @@
-"""The tool registry: a tool is one typed function or method with a docstring.
+"""The tool registry: the tools (bot.tools.tool) the model is offered, by name.
 
 The registry derives the JSON schema from the type hints, validates the model's
 arguments against it, enforces a time limit and turns every failure into an
@@ -16,108 +16,33 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
 import inspect
 import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
-
-from pydantic import BaseModel
+from types import MethodType
+from typing import Any, Protocol, cast
 
 from bot import telemetry
 from bot.errors import ToolError
 from bot.messages import ToolCall, ToolSpec
 from bot.tools.schema import MARKER_ARGUMENT, SchemaArguments, describe_function
+from bot.tools.tool import (
+    BUILT_IN,
+    TOOL_MARK,
+    Tool,
+    ToolOptions,
+    ToolResult,
+    encode_result,
+)
 
 log = logging.getLogger(__name__)
-
-#: a result longer than this is cut, so one tool cannot flood the model's context
-MAX_RESULT_CHARS = 16_000
-
-_TOOL_MARK = "__bot_tool__"
-
-#: the source of a tool that belongs to no service (``bot tools`` shows it)
-BUILT_IN = "built in"
-
-
-@dataclass(frozen=True)
-class _ToolOptions:
-    name: str | None
-    writes: bool
-    timeout: float | None
-    progress: str | None = None
-    lookup: str | Callable[..., Any] | None = None
-    defaults: Mapping[str, str] | None = None
-
 
 NOT_REPEATED = (
     "The bot was restarted while '{name}' was running, so it cannot tell whether it was "
     "done. It was not run again, to avoid doing it twice: check before asking for it again."
 )
-
-
-def tool(
-    fn: Callable[..., Any] | None = None,
-    *,
-    name: str | None = None,
-    writes: bool = False,
-    timeout: float | None = None,
-    progress: str | None = None,
-    lookup: str | Callable[..., Any] | None = None,
-    defaults: Mapping[str, str] | None = None,
-) -> Any:
-    """Mark a function or method as a tool. ``writes=True`` declares a tool that changes
-    something outside the bot (it may need a person's approval). ``progress`` says what a
-    call is doing, for people watching, with ``{argument}`` placeholders: "Looking up
-    {issue_key} in Jira". ``lookup`` (a writing tool's) is called as
-    ``lookup(marker, **arguments)`` to find what an earlier call created: it returns that
-    call's result, or raises ToolError saying what it found (see ``recover``)."""
-
-    def mark(func: Callable[..., Any]) -> Callable[..., Any]:
-        options = _ToolOptions(name, writes, timeout, progress, lookup, defaults)
-        setattr(func, _TOOL_MARK, options)
-        return func
-
-    return mark(fn) if fn is not None else mark
-
-
-class Arguments(Protocol):
-    """What a tool's arguments must be: ``schema`` for the model, ``validate`` for a call."""
-
-    schema: dict[str, Any]
-
-    def validate(self, raw: dict[str, Any], tool: str) -> dict[str, Any]:
-        """The keyword arguments for the tool; ToolError saying what is wrong."""
-        ...
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    description: str
-    function: Callable[..., Any]
-    arguments: Arguments
-    writes: bool
-    timeout: float | None
-    progress: str | None = None
-    #: a writing tool's way of finding what a call with a given marker created
-    lookup: Callable[..., Any] | None = None
-    #: where it comes from, for people: "built in", "Jira", "CRM", an MCP server's name
-    source: str = BUILT_IN
-    #: argument -> the channel setting that fills it when a call leaves it out
-    defaults: Mapping[str, str] | None = None
-
-    @property
-    def takes_marker(self) -> bool:
-        parameter = inspect.signature(self.function).parameters.get(MARKER_ARGUMENT)
-        return parameter is not None and parameter.kind is parameter.KEYWORD_ONLY
-
-    @functools.cached_property
-    def spec(self) -> ToolSpec:  # built once: every request of every turn sends it
-        return ToolSpec(self.name, self.description, self.arguments.schema)
 
 
 class ToolSource(Protocol):
@@ -155,12 +80,12 @@ class ToolRegistry:
         timeout: float | None = None,
         source: str = BUILT_IN,
     ) -> Tool:
-        options = getattr(function, _TOOL_MARK, _ToolOptions(None, False, None))
+        options = getattr(function, TOOL_MARK, ToolOptions(None, False, None))
         tool_name = name or options.name or function.__name__
         description, arguments = describe_function(function, tool_name)
         lookup = options.lookup
         if isinstance(lookup, str):  # a method of the same object
-            lookup = getattr(function.__self__, lookup)  # type: ignore[attr-defined]
+            lookup = getattr(cast(MethodType, function).__self__, lookup)
         entry = Tool(
             name=tool_name,
             description=description,
@@ -179,7 +104,7 @@ class ToolRegistry:
     def add_object(self, obj: object, *, source: str = BUILT_IN) -> None:
         """Register every method of ``obj`` marked with ``@tool``."""
         for _, member in inspect.getmembers(obj, inspect.ismethod):
-            if hasattr(member, _TOOL_MARK):
+            if hasattr(member, TOOL_MARK):
                 self.add(member, source=source)
 
     def add_schema(
@@ -372,7 +297,7 @@ class ToolRegistry:
                 value = await asyncio.wait_for(_invoke(function, kwargs), limit)
             except TimeoutError:
                 raise ToolError(f"'{call.name}' timed out after {limit:g} s.") from None
-            result = _encode(value)
+            result = encode_result(value)
             log.info("tool %s ok in %.0f ms", call.name, (time.perf_counter() - started) * 1000)
             return ToolResult(result)
         except ToolError as exc:
@@ -383,7 +308,7 @@ class ToolRegistry:
             return ToolResult.error(f"'{call.name}' failed unexpectedly ({type(exc).__name__}).")
 
 
-class _Blank(dict):  # type: ignore[type-arg]
+class _Blank(dict[str, Any]):
     """Arguments the model left out show as "…" in a progress line."""
 
     def __missing__(self, key: str) -> str:
@@ -395,32 +320,8 @@ def _short(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@dataclass(frozen=True, slots=True)
-class ToolResult:
-    """A call's result: the JSON text the model reads, and whether the call succeeded."""
-
-    output: str
-    ok: bool = True
-
-    @classmethod
-    def error(cls, message: str) -> ToolResult:
-        """A failed call: ``{"error": message}``, which the model reads as the result."""
-        return cls(json.dumps({"error": message}, ensure_ascii=False), ok=False)
-
-
 async def _invoke(function: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
     if inspect.iscoroutinefunction(function):
         return await function(**kwargs)
     # blocking tools (the jira client) must never block the event loop
     return await asyncio.to_thread(function, **kwargs)
-
-
-def _encode(value: Any) -> str:
-    if isinstance(value, BaseModel):
-        value = value.model_dump(mode="json", exclude_none=True)
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    if len(text) > MAX_RESULT_CHARS:
-        return json.dumps(
-            {"truncated": True, "partial": text[:MAX_RESULT_CHARS]}, ensure_ascii=False
-        )
-    return text

@@ -6,7 +6,7 @@ from datetime import datetime
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.errors import ToolError
-from bot.tools.base import tool
+from bot.tools.tool import tool
 
 
 @tool(progress="Checking the date and time")

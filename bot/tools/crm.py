@@ -9,7 +9,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from bot.errors import ToolError
 from bot.store.crm import CrmStore
-from bot.tools.base import tool
+from bot.tools.tool import tool
 
 log = logging.getLogger(__name__)
 

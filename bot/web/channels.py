@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
@@ -17,6 +17,9 @@ from bot.agent.channels import Channels
 from bot.channels import BY_ADMIN, KEYS, SWITCHES, BadChannelSetting
 from bot.web.access import Admin, Auth, api, form_post, mount_root, page
 
+if TYPE_CHECKING:  # the site imports these pages to mount them
+    from bot.web.admin import AdminSite
+
 CHANNEL_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 NOT_A_CHANNEL = "That is not a channel ID (e.g. C0123456789)."
 
@@ -24,21 +27,21 @@ NOT_A_CHANNEL = "That is not a channel ID (e.g. C0123456789)."
 class ChannelPages:
     """The channel settings' routes, rendered by the admin site they belong to."""
 
-    def __init__(self, site: Any, channels: Channels) -> None:
+    def __init__(self, site: AdminSite, channels: Channels) -> None:
         self.site = site
         self.channels = channels
 
     @property
     def auth(self) -> Auth:
-        return self.site.auth  # type: ignore[no-any-return]
+        return self.site.auth
 
     def login_form(self, request: Request, next_path: str, status_code: int) -> Response:
-        return self.site.login_form(request, next_path, status_code)  # type: ignore[no-any-return]
+        return self.site.login_form(request, next_path, status_code)
 
     def message(
         self, request: Request, admin: Admin | None, text: str, status_code: int
     ) -> Response:
-        return self.site.message(request, admin, text, status_code)  # type: ignore[no-any-return]
+        return self.site.message(request, admin, text, status_code)
 
     @page
     async def list_page(self, request: Request, admin: Admin) -> Response:

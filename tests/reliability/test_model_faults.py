@@ -12,7 +12,7 @@ import pytest
 
 from bot.agent.conversations import Incoming
 from bot.agent.observer import PAUSE, RUN
-from bot.tools.base import tool
+from bot.tools.tool import tool
 from tests.fakes.openai_server import Fail, FakeOpenAI, Hang, Reply, ToolUse
 from tests.observers import Watching
 from tests.stored_turns import history

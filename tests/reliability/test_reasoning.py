@@ -16,7 +16,7 @@ import pytest
 
 from bot.agent.conversations import Incoming
 from bot.agent.observer import PAUSE, RUN
-from bot.tools.base import tool
+from bot.tools.tool import tool
 from tests.fakes.openai_server import FakeOpenAI, Raw, Reply, Request, ToolUse
 from tests.observers import Watching
 from tests.stored_turns import history

@@ -13,7 +13,7 @@ from bot.agent.conversations import Incoming
 from bot.errors import ToolError
 from bot.messages import Message, ToolCall
 from bot.store.turns import TurnStore
-from bot.tools.base import tool
+from bot.tools.tool import tool
 from bot.turn import TurnState
 from tests.fakes.openai_server import Fail, FakeOpenAI, Reply, ToolUse
 from tests.stored_turns import history

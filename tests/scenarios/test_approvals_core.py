@@ -12,7 +12,7 @@ from bot.agent.conversations import Incoming
 from bot.agent.observer import PAUSE, RUN
 from bot.config import load_settings
 from bot.messages import Decision
-from bot.tools.base import tool
+from bot.tools.tool import tool
 from bot.wiring import build_services
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
 from tests.observers import Watching

@@ -10,10 +10,10 @@ from typing import Any
 
 from bot.config import JiraSettings
 from bot.errors import ToolError
-from bot.tools.base import tool
 from bot.tools.jira.client import JiraConnection, deadline
 from bot.tools.jira.create import issue_fields, recover_create
 from bot.tools.jira.errors import NotFound, OutcomeUnknown, trim
+from bot.tools.tool import tool
 
 log = logging.getLogger(__name__)
 

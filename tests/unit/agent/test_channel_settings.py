@@ -18,7 +18,8 @@ from bot.store.channels import ChannelSettingsStore
 from bot.store.db import create_engines
 from bot.store.history import HistoryStore
 from bot.store.turns import TurnStore
-from bot.tools.base import ToolRegistry, tool
+from bot.tools.base import ToolRegistry
+from bot.tools.tool import tool
 from tests.unit.agent.test_conversations import Pausing
 from tests.unit.agent.test_loop import Desk, calls
 

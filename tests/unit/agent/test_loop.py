@@ -11,7 +11,8 @@ from bot.agent.observer import PAUSE, RUN, TurnObserver
 from bot.errors import ModelError
 from bot.llm.scripted import ScriptedModel
 from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall
-from bot.tools.base import ToolRegistry, ToolResult, tool
+from bot.tools.base import ToolRegistry
+from bot.tools.tool import ToolResult, tool
 from bot.turn import TurnState
 
 

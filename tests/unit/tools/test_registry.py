@@ -7,7 +7,8 @@ import json
 from typing import Literal
 
 from bot.messages import ToolCall
-from bot.tools.base import MAX_RESULT_CHARS, ToolRegistry, tool
+from bot.tools.base import ToolRegistry
+from bot.tools.tool import MAX_RESULT_CHARS, tool
 
 
 class Tickets:
