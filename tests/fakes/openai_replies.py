@@ -1,5 +1,6 @@
 """The fake OpenAI server's answers: a scripted Reply as a chat completion, its chunks, a
-response, or its stream events."""
+response, or its stream events, each sent through the `openai` package's model of it
+(tests/fakes/openai_types.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tests.fakes.openai_steps import Reply
+from tests.fakes.openai_types import ChatCompletion, ChatCompletionChunk, event, sent
 
 
 def rand(n: int, alphabet: str = string.ascii_letters + string.digits) -> str:
@@ -94,7 +96,7 @@ def chat_completion(body: dict[str, Any], a: Answer) -> dict[str, Any]:
             }
             for c in a.calls
         ]
-    return {
+    completion = {
         "id": f"chatcmpl-{rand(29)}",
         "object": "chat.completion",
         "created": a.created,
@@ -106,6 +108,7 @@ def chat_completion(body: dict[str, Any], a: Answer) -> dict[str, Any]:
         "service_tier": "default",
         "system_fingerprint": "fp_fake",
     }
+    return sent(ChatCompletion, completion)
 
 
 def chat_chunks(body: dict[str, Any], a: Answer) -> list[dict[str, Any]]:
@@ -143,7 +146,7 @@ def chat_chunks(body: dict[str, Any], a: Answer) -> list[dict[str, Any]]:
     chunks.append(chunk({}, a.finish_reason))
     if include_usage:
         chunks.append({**base, "choices": [], "usage": _chat_usage(a)})
-    return chunks
+    return [sent(ChatCompletionChunk, c) for c in chunks]
 
 
 def _echo_tools(tools: Any) -> list[dict[str, Any]]:
@@ -219,7 +222,6 @@ def response_object(body: dict[str, Any], a: Answer) -> dict[str, Any]:
         "reasoning": {"effort": None, "summary": None, **(body.get("reasoning") or {})},
         "safety_identifier": body.get("safety_identifier"),
         "service_tier": "default",
-        "store": body.get("store", True),
         "temperature": body.get("temperature", 1.0),
         "text": body.get("text") or {"format": {"type": "text"}, "verbosity": "medium"},
         "tool_choice": body.get("tool_choice", "auto"),
@@ -243,7 +245,7 @@ def response_events(response: dict[str, Any]) -> list[dict[str, Any]]:
     events: list[dict[str, Any]] = []
 
     def emit(type_: str, **fields: Any) -> None:
-        events.append({"type": type_, "sequence_number": len(events), **fields})
+        events.append(event({"type": type_, "sequence_number": len(events), **fields}))
 
     pending = {
         **response,

@@ -73,6 +73,7 @@ from tests.fakes.openai_responses_checks import (
     validate_responses_tools,
 )
 from tests.fakes.openai_steps import Fail, Hang, Raw, Reply, Request, Step, ToolUse, check_step
+from tests.fakes.openai_types import Response, check_request, sent
 from tests.fakes.serve import ServedApp, StopsOnExit, serve_in_thread
 
 __all__ = ["Fail", "FakeOpenAI", "Hang", "Raw", "Reply", "Request", "ToolUse"]
@@ -236,6 +237,7 @@ class FakeOpenAI(StopsOnExit):
         else:
             history = self._validate_responses(body)
         validate_sampling(body, record.api)
+        check_request(record.api, body)  # what the checks above do not cover, by the types
 
         step = await self._next_step(record)
         if isinstance(step, Hang):
@@ -269,6 +271,7 @@ class FakeOpenAI(StopsOnExit):
         response = response_object(body, answer)
         if reply.reasoning:
             response["output"] = self._reasoning.think(body, response["output"])
+        response = sent(Response, response)
         if body.get("store", True) is not False:
             with self._lock:
                 self._stored[response["id"]] = history + response["output"]

@@ -37,6 +37,7 @@ NOW_RESP = {
     "name": "now",
     "description": "The current time.",
     "parameters": {"type": "object", "properties": {}},
+    "strict": False,
 }
 WEATHER_CHAT = {
     "type": "function",
@@ -49,6 +50,7 @@ WEATHER_RESP = {
     "type": "function",
     "name": "weather",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    "strict": False,
 }
 USER = {"role": "user", "content": "What time is it?"}
 

@@ -12,7 +12,12 @@ from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
 
 KEY = "test-key"
 REASONS = "gpt-5-mini"
-NOW = {"type": "function", "name": "now", "parameters": {"type": "object", "properties": {}}}
+NOW = {
+    "type": "function",
+    "name": "now",
+    "parameters": {"type": "object", "properties": {}},
+    "strict": False,
+}
 QUESTION = {"role": "user", "content": "What time is it?"}
 ENCRYPTED = ["reasoning.encrypted_content"]
 
