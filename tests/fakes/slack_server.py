@@ -1,7 +1,9 @@
 """A strict fake of the Slack Web API, for tests, plus builders of signed Events API requests.
 
 It is reached by the real `slack_sdk` client over real HTTP and answers like Slack does (HTTP 200
-with `{"ok": false, "error": ...}` for API errors, 429 + Retry-After when rate limited):
+with `{"ok": false, "error": ...}` for API errors, 429 + Retry-After when rate limited).
+A method takes only the arguments Slack publishes for it (the table in tests.fakes.slack_spec):
+another is answered `invalid_arguments`, its name in the `[ERROR]` message (the fake's words):
 
     slack = FakeSlack(bot_token="xoxb-test", bot_user_id="UBOT", team_id="T1")
     client = AsyncWebClient(token="xoxb-test", base_url=slack.api_url)
@@ -59,6 +61,7 @@ from tests.fakes.slack_payloads import (
     url_verification_payload,
 )
 from tests.fakes.slack_requests import SlackError, read_request
+from tests.fakes.slack_spec import unknown_arguments
 from tests.fakes.slack_streams import StreamMethods
 
 __all__ = [
@@ -370,6 +373,12 @@ class FakeSlack(WebMethods, FileMethods, StreamMethods, StopsOnExit):
                     raise SlackError("not_authed")
                 if token != self.bot_token:
                     raise SlackError("invalid_auth")
+                unknown = unknown_arguments(method, set(args))
+                if unknown:  # as Slack answers an argument its method does not take
+                    raise SlackError(
+                        "invalid_arguments",
+                        *(f"unsupported argument: {a} [json-pointer:/{a}]" for a in unknown),
+                    )
                 body = {"ok": True, **handler(args)}
             except SlackError as exc:
                 body = exc.body()
