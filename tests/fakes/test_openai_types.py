@@ -2,43 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import httpx
 import openai
 import pytest
 from pydantic import ValidationError
 
 from tests.fakes import openai_types
+from tests.fakes.conftest import USER, raw_post
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
 from tests.fakes.openai_types import ChatCompletion, Response, event, sent
 
-KEY = "test-key"
-USER = {"role": "user", "content": "What time is it?"}
 NOW = {"type": "function", "function": {"name": "now", "parameters": {"type": "object"}}}
-
-
-@pytest.fixture
-def fake(fake_openai: FakeOpenAI) -> FakeOpenAI:
-    return fake_openai
-
-
-def post(fake: FakeOpenAI, path: str, body: dict[str, Any]) -> httpx.Response:
-    headers = {"Authorization": f"Bearer {KEY}"}
-    return httpx.post(f"{fake.base_url}/{path}", json=body, headers=headers, timeout=5)
 
 
 def test_the_types_are_those_of_the_installed_package():
     assert f"version {openai.__version__} " in " ".join(openai_types.__doc__.split())
 
 
-async def test_an_unknown_argument_of_a_chat_completion_is_refused(fake: FakeOpenAI):
-    fake.script("It is noon.")
-    async with openai.AsyncOpenAI(base_url=fake.base_url, api_key=KEY, max_retries=0) as client:
-        with pytest.raises(openai.BadRequestError) as refused:
-            await client.chat.completions.create(
-                model="gpt-4o", messages=[USER], extra_body={"temprature": 0.2}
-            )
+async def test_an_unknown_argument_of_a_chat_completion_is_refused(
+    fake_openai: FakeOpenAI, openai_client: openai.AsyncOpenAI
+):
+    fake_openai.script("It is noon.")
+    with pytest.raises(openai.BadRequestError) as refused:
+        await openai_client.chat.completions.create(
+            model="gpt-4o", messages=[USER], extra_body={"temprature": 0.2}
+        )
     assert refused.value.message == (
         "Error code: 400 - Unrecognized request argument supplied: temprature"
     )
@@ -48,7 +35,7 @@ async def test_an_unknown_argument_of_a_chat_completion_is_refused(fake: FakeOpe
         "param": None,
         "code": None,
     }
-    assert fake.pending == 1  # a refused request takes no step
+    assert fake_openai.pending == 1  # a refused request takes no step
 
 
 @pytest.mark.parametrize(
@@ -119,26 +106,26 @@ async def test_an_unknown_argument_of_a_chat_completion_is_refused(fake: FakeOpe
         ),
     ],
 )
-def test_what_the_types_do_not_have_is_refused(fake, path, body, message, param, code):
-    fake.script("never sent")
-    answer = post(fake, path, body)
+def test_what_the_types_do_not_have_is_refused(fake_openai, path, body, message, param, code):
+    fake_openai.script("never sent")
+    answer = raw_post(fake_openai, path, body)
 
     assert answer.status_code == 400
     error = answer.json()["error"]
     assert (error["message"], error["param"], error["code"]) == (message, param, code)
     assert error["type"] == "invalid_request_error"
-    assert fake.pending == 1
+    assert fake_openai.pending == 1
 
 
-def test_what_the_bot_sends_passes(fake: FakeOpenAI):
-    fake.script(ToolUse("now"), "It is noon.")
+def test_what_the_bot_sends_passes(fake_openai: FakeOpenAI):
+    fake_openai.script(ToolUse("now"), "It is noon.")
     chat = {"model": "gpt-4o", "messages": [USER], "tools": [NOW], "stream": True}
     chat["stream_options"] = {"include_usage": True}
     call = {"type": "function", "name": "now", "parameters": {"type": "object"}, "strict": False}
     responses = {"model": "gpt-4o", "input": [USER], "tools": [call], "store": False}
 
-    assert post(fake, "chat/completions", chat).status_code == 200
-    assert post(fake, "responses", responses).status_code == 200
+    assert raw_post(fake_openai, "chat/completions", chat).status_code == 200
+    assert raw_post(fake_openai, "responses", responses).status_code == 200
 
 
 COMPLETION = {
@@ -177,9 +164,9 @@ def test_a_field_the_reply_models_do_not_have_cannot_be_built(field):
         sent(ChatCompletion, completion)
 
 
-def test_a_response_and_its_events_go_through_their_own_models(fake: FakeOpenAI):
-    fake.script(Reply(text="It is noon."))
-    body = post(fake, "responses", {"model": "gpt-4o", "input": "hi"}).json()
+def test_a_response_and_its_events_go_through_their_own_models(fake_openai: FakeOpenAI):
+    fake_openai.script(Reply(text="It is noon."))
+    body = raw_post(fake_openai, "responses", {"model": "gpt-4o", "input": "hi"}).json()
     assert sent(Response, body) == body
 
     with pytest.raises(ValidationError, match="store"):
