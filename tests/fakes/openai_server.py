@@ -1,7 +1,9 @@
 """A strict fake of the OpenAI HTTP API (Chat Completions and Responses), for tests.
 
 It is reached by the real `openai` client over real HTTP, validates requests the way the real API
-does (answering 400 with the real error texts), and answers with scripted steps:
+does (answering 400 with the real error texts) and against the `openai` package's request
+types, version 3.57.0 (tests/fakes/openai_types.py), and answers with scripted steps, built
+through that package's reply models (a Raw step is sent as given):
 
     fake = FakeOpenAI(api_key="test-key")
     client = openai.AsyncOpenAI(base_url=fake.base_url, api_key="test-key")

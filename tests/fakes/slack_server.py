@@ -1,15 +1,17 @@
 """A strict fake of the Slack Web API, for tests, plus builders of signed Events API requests.
 
 It is reached by the real `slack_sdk` client over real HTTP and answers like Slack does (HTTP 200
-with `{"ok": false, "error": ...}` for API errors, 429 + Retry-After when rate limited).
-A method takes only the arguments Slack publishes for it (the table in tests.fakes.slack_spec):
-another is answered `invalid_arguments`, its name in the `[ERROR]` message (the fake's words):
+with `{"ok": false, "error": ...}` for API errors, 429 + Retry-After when rate limited):
 
     slack = FakeSlack(bot_token="xoxb-test", bot_user_id="UBOT", team_id="T1")
     client = AsyncWebClient(token="xoxb-test", base_url=slack.api_url)
     await client.chat_postMessage(channel="C1", text="hi")
     assert slack.messages("C1")[0]["text"] == "hi"
     slack.stop()
+
+A method takes only the arguments Slack publishes for it (the table in tests.fakes.slack_spec,
+from Slack's OpenAPI spec at slackapi/slack-api-specs bc08db4, v1.7.0, and its method reference):
+another is answered `invalid_arguments`, its name in the `[ERROR]` message (the fake's words).
 
 State you can set: `slack.known_channels` (a set; empty = every channel exists),
 `slack.channel_names` ({"C1": "support"}), `slack.users` ({"U1": {"real_name": "Ann"}}),

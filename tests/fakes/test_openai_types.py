@@ -6,7 +6,7 @@ import openai
 import pytest
 from pydantic import ValidationError
 
-from tests.fakes import openai_types
+from tests.fakes import openai_server, openai_types
 from tests.fakes.conftest import USER, raw_post
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
 from tests.fakes.openai_types import ChatCompletion, Response, event, sent
@@ -15,7 +15,8 @@ NOW = {"type": "function", "function": {"name": "now", "parameters": {"type": "o
 
 
 def test_the_types_are_those_of_the_installed_package():
-    assert f"version {openai.__version__} " in " ".join(openai_types.__doc__.split())
+    for module in (openai_types, openai_server):
+        assert f"version {openai.__version__} " in " ".join((module.__doc__ or "").split())
 
 
 async def test_an_unknown_argument_of_a_chat_completion_is_refused(
@@ -26,9 +27,6 @@ async def test_an_unknown_argument_of_a_chat_completion_is_refused(
         await openai_client.chat.completions.create(
             model="gpt-4o", messages=[USER], extra_body={"temprature": 0.2}
         )
-    assert refused.value.message == (
-        "Error code: 400 - Unrecognized request argument supplied: temprature"
-    )
     assert refused.value.body == {
         "message": "Unrecognized request argument supplied: temprature",
         "type": "invalid_request_error",
