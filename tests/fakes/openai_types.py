@@ -100,7 +100,7 @@ def event(data: dict[str, Any]) -> dict[str, Any]:
 def check_request(api: str, body: dict[str, Any]) -> None:
     """Refuse (400) a body the package's params of ``api`` do not describe."""
     stream = body.get("stream")
-    if stream is not None and not isinstance(stream, bool):  # which params, else
+    if stream is not None and not isinstance(stream, bool):  # it picks the params: checked first
         raise invalid_type("stream", "a boolean", stream)
     try:
         strict_validator(PARAMS[api, stream is True]).validate_python(body, strict=True)
