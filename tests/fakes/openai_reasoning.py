@@ -28,6 +28,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+from tests.fakes.openai_errors import ApiError, invalid_type, invalid_value
+
 #: the OpenAI models that reason (o-series, gpt-5, codex), not their chat variants
 _REASONS = re.compile(r"^(o\d|gpt-5|codex)")
 INCLUDABLE = [
@@ -57,11 +59,9 @@ class _Issued:
 
 
 class Reasoning:
-    """The reasoning items the fake model gave out, and which output items each preceded.
-    Its checks raise the fake's API errors (``error(status, message, **fields)``)."""
+    """The reasoning items the fake model gave out, and which output items each preceded."""
 
-    def __init__(self, error: Any) -> None:
-        self._error = error
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._issued: dict[str, _Issued] = {}
         self._tokens: dict[str, str] = {}  # token -> reasoning item id
@@ -73,7 +73,7 @@ class Reasoning:
             self._tokens.clear()
             self._led_to.clear()
 
-    def check_include(self, body: dict[str, Any], invalid_type: Any, invalid_value: Any) -> None:
+    def check_include(self, body: dict[str, Any]) -> None:
         include = body.get("include")
         if include is None:
             return
@@ -83,7 +83,7 @@ class Reasoning:
             if value not in INCLUDABLE:
                 raise invalid_value(f"include[{i}]", value, INCLUDABLE)
         if ENCRYPTED in include and not reasons(str(body.get("model"))):
-            raise self._error(
+            raise ApiError(
                 400, "Encrypted content is not supported with this model.", param="include"
             )
 
@@ -117,7 +117,7 @@ class Reasoning:
                 reasoning_id = self._known(item, f"input[{n}]", stored)
                 follower = items[n + 1].get("id") if n + 1 < len(items) else None
                 if follower is None or follower != self._issued[reasoning_id].follower:
-                    raise self._error(
+                    raise ApiError(
                         400,
                         f"Item '{reasoning_id}' of type 'reasoning' was provided without its "
                         "required following item.",
@@ -128,7 +128,7 @@ class Reasoning:
             with self._lock:
                 needed = self._led_to.get(item.get("id") or "")
             if needed is not None and needed not in present:
-                raise self._error(
+                raise ApiError(
                     400,
                     f"Item '{item['id']}' of type '{item['type']}' was provided without its "
                     f"required 'reasoning' item: '{needed}'.",
@@ -139,7 +139,7 @@ class Reasoning:
         """The id of the issued reasoning item ``item`` stands for."""
         summary = item.get("summary")
         if summary is None:
-            raise self._error(
+            raise ApiError(
                 400,
                 f"Missing required parameter: '{p}.summary'.",
                 param=f"{p}.summary",
@@ -150,7 +150,7 @@ class Reasoning:
             if token is not None:
                 found = self._tokens.get(token) if isinstance(token, str) else None
                 if found is None or item_id not in (None, found):
-                    raise self._error(
+                    raise ApiError(
                         400,
                         f"The encrypted content for item {item_id or p} could not be verified.",
                         param=None,
@@ -159,7 +159,7 @@ class Reasoning:
                 return found
             issued = self._issued.get(item_id or "")
         if not stored:
-            raise self._error(
+            raise ApiError(
                 404,
                 f"Item with id '{item_id}' not found. Items are not persisted when `store` is "
                 "set to false. Try again with `store` set to true, or remove this item from "
@@ -167,5 +167,5 @@ class Reasoning:
                 param="input",
             )
         if issued is None or not issued.stored:
-            raise self._error(404, f"Item with id '{item_id}' not found.", param="input")
+            raise ApiError(404, f"Item with id '{item_id}' not found.", param="input")
         return str(item_id)

@@ -14,19 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.fakes.slack_requests import SlackError
+
 MAX_STREAM_TEXT = 12_000
 MAX_TASK_TITLE = 256
 TASK_STATUSES = frozenset({"pending", "in_progress", "complete", "error"})
 CHUNK_TYPES = frozenset({"markdown_text", "task_update", "plan_update", "blocks"})
 DISPLAY_MODES = frozenset({"timeline", "plan"})
-
-
-class StreamError(Exception):
-    """A Slack error answer (the fake's _SlackError is raised from it)."""
-
-    def __init__(self, error: str, detail: str = ""):
-        super().__init__(error)
-        self.error, self.detail = error, detail
 
 
 class StreamMethods:
@@ -63,14 +57,14 @@ class StreamMethods:
     def _start_stream(self, args: dict[str, Any]) -> dict[str, Any]:
         channel = self._require_channel(args)  # type: ignore[attr-defined]
         if not args.get("thread_ts") or not isinstance(args["thread_ts"], str):
-            raise StreamError("invalid_arguments", "missing required field: thread_ts")
+            raise SlackError("invalid_arguments", "missing required field: thread_ts")
         if not channel.startswith("D"):  # a channel: the stream is for one person
             for field in ("recipient_user_id", "recipient_team_id"):
                 if not args.get(field):
-                    raise StreamError(f"missing_{field}")
+                    raise SlackError(f"missing_{field}")
         mode = args.get("task_display_mode")
         if mode is not None and mode not in DISPLAY_MODES:
-            raise StreamError("invalid_arguments", "task_display_mode must be timeline or plan")
+            raise SlackError("invalid_arguments", "task_display_mode must be timeline or plan")
         chunks = _chunks(args)
         message = self._new_message(  # type: ignore[attr-defined]
             channel, {"thread_ts": args["thread_ts"], "text": ""}
@@ -91,7 +85,7 @@ class StreamMethods:
         channel, message = self._streaming_message(args)
         chunks = _chunks(args)
         if not chunks:
-            raise StreamError("invalid_arguments", "missing required field: markdown_text")
+            raise SlackError("invalid_arguments", "missing required field: markdown_text")
         _take(message, chunks)
         return {"channel": channel, "ts": message["ts"]}
 
@@ -113,7 +107,7 @@ class StreamMethods:
         if message.get("_streaming") and limit is not None and message["_calls"] >= limit:
             message["_streaming"] = message["streaming"] = False  # it expired
         if not message.get("_streaming"):
-            raise StreamError("message_not_in_streaming_state")
+            raise SlackError("message_not_in_streaming_state")
         return channel, message
 
 
@@ -123,13 +117,13 @@ def _chunks(args: dict[str, Any]) -> list[dict[str, Any]]:
     text = args.get("markdown_text")
     if text is not None:
         if not isinstance(text, str):
-            raise StreamError("invalid_arguments", "markdown_text must be a string")
+            raise SlackError("invalid_arguments", "markdown_text must be a string")
         chunks.append({"type": "markdown_text", "text": text})
     given = args.get("chunks")
     if given is None:
         return chunks
     if not isinstance(given, list):
-        raise StreamError("invalid_chunks", "chunks must be an array")
+        raise SlackError("invalid_chunks", "chunks must be an array")
     for chunk in given:
         _check_chunk(chunk)
     return chunks + given
@@ -137,25 +131,25 @@ def _chunks(args: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _check_chunk(chunk: Any) -> None:
     if not isinstance(chunk, dict) or chunk.get("type") not in CHUNK_TYPES:
-        raise StreamError("invalid_chunks", f"unknown chunk {chunk!r}")
+        raise SlackError("invalid_chunks", f"unknown chunk {chunk!r}")
     kind = chunk["type"]
     if kind == "markdown_text" and not isinstance(chunk.get("text"), str):
-        raise StreamError("invalid_chunks", "a markdown_text chunk needs its text")
+        raise SlackError("invalid_chunks", "a markdown_text chunk needs its text")
     if kind == "task_update":
         title = chunk.get("title")
         if not chunk.get("id") or not isinstance(title, str) or not title.strip():
-            raise StreamError("invalid_chunks", "a task_update chunk needs an id and a title")
+            raise SlackError("invalid_chunks", "a task_update chunk needs an id and a title")
         if len(title) > MAX_TASK_TITLE:
-            raise StreamError("invalid_chunks", "a task title is at most 256 characters")
+            raise SlackError("invalid_chunks", "a task title is at most 256 characters")
         if chunk.get("status") not in TASK_STATUSES:
-            raise StreamError("invalid_chunks", f"unknown task status {chunk.get('status')!r}")
+            raise SlackError("invalid_chunks", f"unknown task status {chunk.get('status')!r}")
 
 
 def _take(message: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
     """One accepted call: its chunks are the message's now."""
     text = "".join(c["text"] for c in chunks if c["type"] == "markdown_text")
     if len(message["text"]) + len(text) > MAX_STREAM_TEXT:
-        raise StreamError("msg_too_long")
+        raise SlackError("msg_too_long")
     message["text"] += text
     message["_chunks"].extend(chunks)
     message["_calls"] += 1

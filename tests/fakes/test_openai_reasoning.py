@@ -10,28 +10,25 @@ import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
 
-KEY = "test-key"
 REASONS = "gpt-5-mini"
-NOW = {"type": "function", "name": "now", "parameters": {"type": "object", "properties": {}}}
+NOW = {
+    "type": "function",
+    "name": "now",
+    "parameters": {"type": "object", "properties": {}},
+    "strict": False,
+}
 QUESTION = {"role": "user", "content": "What time is it?"}
 ENCRYPTED = ["reasoning.encrypted_content"]
 
 
-@pytest.fixture
-def fake(fake_openai: FakeOpenAI) -> FakeOpenAI:
-    return fake_openai
-
-
-@pytest.fixture
-async def client(fake: FakeOpenAI):
-    async with openai.AsyncOpenAI(base_url=fake.base_url, api_key=KEY, max_retries=0) as c:
-        yield c
-
-
-async def first_round(client: openai.AsyncOpenAI, fake: FakeOpenAI, **options: Any) -> list:
+async def first_round(
+    openai_client: openai.AsyncOpenAI, fake_openai: FakeOpenAI, **options: Any
+) -> list:
     """A reasoning model's tool round under store=false: its output items, as JSON."""
-    fake.script(Reply(reasoning="look at the clock", tool_calls=[ToolUse("now", {}, "call_1")]))
-    response = await client.responses.create(
+    fake_openai.script(
+        Reply(reasoning="look at the clock", tool_calls=[ToolUse("now", {}, "call_1")])
+    )
+    response = await openai_client.responses.create(
         model=options.pop("model", REASONS),
         input=[QUESTION],
         tools=[NOW],  # type: ignore[list-item]
@@ -45,8 +42,8 @@ def answered(call_id: str = "call_1") -> dict[str, Any]:
     return {"type": "function_call_output", "call_id": call_id, "output": "noon"}
 
 
-async def next_round(client: openai.AsyncOpenAI, items: list) -> Any:
-    return await client.responses.create(
+async def next_round(openai_client: openai.AsyncOpenAI, items: list) -> Any:
+    return await openai_client.responses.create(
         model=REASONS,
         input=[QUESTION, *items],
         tools=[NOW],  # type: ignore[list-item]
@@ -55,28 +52,30 @@ async def next_round(client: openai.AsyncOpenAI, items: list) -> Any:
     )
 
 
-async def test_reasoning_replayed_in_place_is_accepted(fake: FakeOpenAI, client) -> None:
-    output = await first_round(client, fake, include=ENCRYPTED)
+async def test_reasoning_replayed_in_place_is_accepted(
+    fake_openai: FakeOpenAI, openai_client
+) -> None:
+    output = await first_round(openai_client, fake_openai, include=ENCRYPTED)
     reasoning, call = output
     assert reasoning["type"] == "reasoning" and reasoning["summary"] == []
     assert reasoning["id"].startswith("rs_") and reasoning["encrypted_content"].startswith("gAAA")
     assert call["type"] == "function_call" and call["id"].startswith("fc_")
-    fake.script(Reply(text="It is noon."))
+    fake_openai.script(Reply(text="It is noon."))
 
-    response = await next_round(client, [*output, answered()])
+    response = await next_round(openai_client, [*output, answered()])
 
     assert response.output_text == "It is noon."
     # without their ids the calls need no reasoning (what a model without it is sent)
-    fake.script(Reply(text="It is noon."))
+    fake_openai.script(Reply(text="It is noon."))
     bare = {k: v for k, v in call.items() if k not in ("id", "status")}
-    assert (await next_round(client, [bare, answered()])).output_text == "It is noon."
+    assert (await next_round(openai_client, [bare, answered()])).output_text == "It is noon."
 
 
 async def test_streamed_reasoning_item_carries_its_encrypted_content(
-    fake: FakeOpenAI, client
+    fake_openai: FakeOpenAI, openai_client
 ) -> None:
-    fake.script(Reply(reasoning="think", text="Noon."))
-    stream = await client.responses.create(
+    fake_openai.script(Reply(reasoning="think", text="Noon."))
+    stream = await openai_client.responses.create(
         model=REASONS, input=[QUESTION], store=False, include=ENCRYPTED, stream=True
     )  # type: ignore[call-overload]
     events = [event async for event in stream]
@@ -86,10 +85,12 @@ async def test_streamed_reasoning_item_carries_its_encrypted_content(
     assert final.output[0].encrypted_content and final.output_text == "Noon."
 
 
-async def test_reasoning_without_its_following_item_is_refused(fake: FakeOpenAI, client) -> None:
-    reasoning, call = await first_round(client, fake, include=ENCRYPTED)
+async def test_reasoning_without_its_following_item_is_refused(
+    fake_openai: FakeOpenAI, openai_client
+) -> None:
+    reasoning, call = await first_round(openai_client, fake_openai, include=ENCRYPTED)
     with pytest.raises(openai.BadRequestError) as refused:
-        await next_round(client, [reasoning])
+        await next_round(openai_client, [reasoning])
     assert refused.value.body["message"] == (
         f"Item '{reasoning['id']}' of type 'reasoning' was provided without its required "
         "following item."
@@ -97,49 +98,55 @@ async def test_reasoning_without_its_following_item_is_refused(fake: FakeOpenAI,
     assert refused.value.param == "input"
     bare = {k: v for k, v in call.items() if k != "id"}
     with pytest.raises(openai.BadRequestError, match="without its required following item"):
-        await next_round(client, [reasoning, bare, answered()])
+        await next_round(openai_client, [reasoning, bare, answered()])
 
 
-async def test_call_without_its_reasoning_is_refused(fake: FakeOpenAI, client) -> None:
-    reasoning, call = await first_round(client, fake, include=ENCRYPTED)
+async def test_call_without_its_reasoning_is_refused(
+    fake_openai: FakeOpenAI, openai_client
+) -> None:
+    reasoning, call = await first_round(openai_client, fake_openai, include=ENCRYPTED)
     with pytest.raises(openai.BadRequestError) as refused:
-        await next_round(client, [call, answered()])
+        await next_round(openai_client, [call, answered()])
     assert refused.value.body["message"] == (
         f"Item '{call['id']}' of type 'function_call' was provided without its required "
         f"'reasoning' item: '{reasoning['id']}'."
     )
 
 
-async def test_encrypted_content_must_come_back_unchanged(fake: FakeOpenAI, client) -> None:
-    reasoning, call = await first_round(client, fake, include=ENCRYPTED)
+async def test_encrypted_content_must_come_back_unchanged(
+    fake_openai: FakeOpenAI, openai_client
+) -> None:
+    reasoning, call = await first_round(openai_client, fake_openai, include=ENCRYPTED)
     changed = {**reasoning, "encrypted_content": reasoning["encrypted_content"][:-4] + "AAAA"}
     with pytest.raises(openai.BadRequestError) as refused:
-        await next_round(client, [changed, call, answered()])
+        await next_round(openai_client, [changed, call, answered()])
     assert refused.value.code == "invalid_encrypted_content"
     assert "could not be verified" in refused.value.body["message"]
 
 
 async def test_reasoning_without_encrypted_content_is_not_found_under_store_false(
-    fake: FakeOpenAI, client
+    fake_openai: FakeOpenAI, openai_client
 ) -> None:
     """Not asked for the encrypted content: the item has only its id, which store=false
     never kept."""
-    reasoning, call = await first_round(client, fake)
+    reasoning, call = await first_round(openai_client, fake_openai)
     assert "encrypted_content" not in reasoning
     with pytest.raises(openai.NotFoundError) as refused:
-        await next_round(client, [reasoning, call, answered()])
+        await next_round(openai_client, [reasoning, call, answered()])
     assert refused.value.body["message"].startswith(f"Item with id '{reasoning['id']}' not found.")
     assert "store` is set to false" in refused.value.body["message"]
 
 
-async def test_a_model_that_does_not_reason_refuses_the_include(fake: FakeOpenAI, client) -> None:
+async def test_a_model_that_does_not_reason_refuses_the_include(
+    fake_openai: FakeOpenAI, openai_client
+) -> None:
     with pytest.raises(openai.BadRequestError) as refused:
-        await first_round(client, fake, include=ENCRYPTED, model="gpt-4o")
+        await first_round(openai_client, fake_openai, include=ENCRYPTED, model="gpt-4o")
     assert refused.value.body["message"] == "Encrypted content is not supported with this model."
     assert refused.value.param == "include"
     # and it gives no reasoning item, asked or not
-    assert [item["type"] for item in await first_round(client, fake, model="gpt-4o")] == [
-        "function_call"
-    ]
+    assert [
+        item["type"] for item in await first_round(openai_client, fake_openai, model="gpt-4o")
+    ] == ["function_call"]
     with pytest.raises(openai.BadRequestError, match="Invalid value: 'reasoning'"):
-        await first_round(client, fake, include=["reasoning"])
+        await first_round(openai_client, fake_openai, include=["reasoning"])

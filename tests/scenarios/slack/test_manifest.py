@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from tests.fakes.slack_spec import METHODS
+
 ROOT = Path(__file__).resolve().parents[3]
 MANIFEST = ROOT / "slack" / "manifest.yml"
 
@@ -81,6 +83,15 @@ def test_every_method_the_bot_calls_is_known_here() -> None:
     called = methods_called()
     assert called - METHOD_SCOPES.keys() == set(), "a new method: add its scopes above"
     assert {"chat.startStream", "conversations.info", "assistant.threads.setStatus"} <= called
+
+
+def test_each_method_is_asked_a_scope_slack_gives_it() -> None:
+    # the scopes here are those the bot needs; Slack's table (the fake's) those that let it in
+    for method in methods_called() - {"send.socket.mode.response"}:  # a websocket message
+        published, asked = METHODS[method], METHOD_SCOPES[method]
+        assert asked <= published.scopes, method
+        needs_one = published.token == "bot" and bool(published.scopes)
+        assert bool(asked) == needs_one, method
 
 
 def test_the_manifest_asks_only_for_what_the_bot_uses() -> None:
