@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from bot import metrics
 from bot.agent.conversations import Conversations, Incoming
 from bot.agent.loop import Loop
 from bot.agent.memory import SUMMARY_HEADING, Memory
@@ -36,14 +37,16 @@ class Bot:
     model: ScriptedModel
     summaries: SummaryStore
     engines: Engines
-    #: summary requests fail while set
-    failing: bool = False
+    #: while set, summary requests fail ("error") or come back empty ("empty")
+    failing: str | None = None
 
     def reply(self, request: Request) -> str:
         if request.tools:
             return "ok"
-        if self.failing:
+        if self.failing == "error":
             raise ModelError("the model server is down")
+        if self.failing == "empty":
+            return ""
         keys = sorted(set(re.findall(r"[A-Z]+-\d+", request.messages[0].content or "")))
         return f"Ticket keys mentioned: {', '.join(keys) or 'none'}."
 
@@ -141,10 +144,18 @@ async def test_an_edit_or_retention_drops_the_summaries_covering_it(bot: Bot) ->
     assert await bot.summaries.summaries("C1") == []
 
 
+def summaries_counted(outcome: str) -> float:
+    return metrics.REGISTRY.get_sample_value("bot_summaries_total", {"outcome": outcome}) or 0
+
+
+@pytest.mark.parametrize("failing", ["error", "empty"])
 async def test_a_failing_summary_request_leaves_the_turn_answered(
-    bot: Bot, caplog: pytest.LogCaptureFixture
+    bot: Bot, caplog: pytest.LogCaptureFixture, failing: str
 ) -> None:
-    bot.failing = True
+    outcome = "failed" if failing == "error" else "empty"
+    counted, made = summaries_counted(outcome), summaries_counted("made")
+    tokens = metrics.REGISTRY.get_sample_value("bot_tokens_total", {"kind": "summary"}) or 0
+    bot.failing = failing
     for i in range(12):
         assert await bot.ask("C1", f"question {i}: {FILLER}", f"{i}.1") == Outcome.ANSWERED
     failed = len(bot.summary_requests)
@@ -154,8 +165,14 @@ async def test_a_failing_summary_request_leaves_the_turn_answered(
     assert all(history_tokens(r) <= BUDGET for r in bot.turn_requests)
     assert not carries(bot.turn_requests[-1], SUMMARY_HEADING)
     assert await bot.summaries.summaries("C1") == []
+    assert summaries_counted(outcome) - counted == failed
 
-    bot.failing = False
+    bot.failing = None
     await bot.ask("C1", f"question 12: {FILLER}", "12.1")
     assert len(bot.summary_requests) == failed + 1
     assert carries(bot.turn_requests[-1], SUMMARY_HEADING)
+    assert summaries_counted("made") - made == 1
+    (stored,) = await bot.summaries.summaries("C1")
+    assert metrics.REGISTRY.get_sample_value("bot_tokens_total", {"kind": "summary"}) == (
+        tokens + stored.tokens
+    )
