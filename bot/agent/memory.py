@@ -74,7 +74,9 @@ class Memory:
             return select_window(state.history, self.budget)
 
     async def _remembered(self, channel_id: str, history: Sequence[Message]) -> list[Message]:
-        summary = await self.store.latest(channel_id) if self.budget > 0 else None
+        if self.budget <= 0:  # no history at all: nothing to summarise either
+            return []
+        summary = await self.store.latest(channel_id)
         tail = _after(history, summary)
         held = summary.tokens if summary is not None else 0
         if held + sum(m.tokens for m in tail) > self.budget:

@@ -176,3 +176,25 @@ async def test_a_failing_summary_request_leaves_the_turn_answered(
     assert metrics.REGISTRY.get_sample_value("bot_tokens_total", {"kind": "summary"}) == (
         tokens + stored.tokens
     )
+
+
+async def test_a_budget_of_nothing_asks_for_no_summary(database_url: str) -> None:
+    engines = create_engines(database_url)
+    model, registry = ScriptedModel(), ToolRegistry()
+    registry.add_object(Desk())
+    conversations = Conversations(
+        TurnStore(engines),
+        HistoryStore(engines),
+        Loop(model, registry, "You are a test."),
+        0,
+        memory=Memory(SummaryStore(engines), model, 0),
+    )
+    try:
+        for i in range(3):
+            model.then("ok")
+            assert (await conversations.ask(Incoming("C1", f"question {i}: {FILLER}"))).ok
+    finally:
+        await engines.dispose()
+
+    assert [len(r.messages) for r in model.requests] == [1, 1, 1]
+    assert all(r.tools for r in model.requests)
