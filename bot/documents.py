@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from bot.messages import Message, SessionSummary, iso
+from bot.messages import Message, SessionSummary, Summary, iso
 from bot.turn import TurnState
 
 ExportFormat = Literal["jsonl", "csv"]
@@ -74,14 +74,27 @@ def session_document(
     messages: Sequence[Message],
     turns: Sequence[TurnState],
     channel_settings: Mapping[str, str] | None = None,
+    summaries: Sequence[Summary] = (),
 ) -> dict[str, Any]:
     """``history show --json`` (and the admin API's session): the messages in order, then
-    the turns, oldest first, then the channel's own settings as they are now."""
+    the turns, oldest first, then the channel's own settings as they are now, then the
+    summaries of what fell out of its window, oldest first."""
     return {
         "channel_id": channel_id,
         "messages": [message.to_dict() for message in messages],
         "turns": [turn_document(turn) for turn in turns],
         "channel_settings": dict(channel_settings or {}),
+        "summaries": [summary_document(summary) for summary in summaries],
+    }
+
+
+def summary_document(summary: Summary) -> dict[str, Any]:
+    """One entry of a session's ``summaries``: its text and the messages it covers."""
+    return {
+        "text": summary.text,
+        "first_message_id": summary.first_message_id,
+        "last_message_id": summary.last_message_id,
+        "created_at": iso(summary.created_at) if summary.created_at else None,
     }
 
 

@@ -297,6 +297,19 @@ class SessionSummary:
     negative: int = 0
 
 
+@dataclass(frozen=True)
+class Summary:
+    """The model's summary of a channel's stored messages from ``first_message_id`` to
+    ``last_message_id``, those that fell out of its window (the previous summary included)."""
+
+    channel_id: str
+    text: str
+    first_message_id: int
+    last_message_id: int
+    tokens: int
+    created_at: datetime | None = None
+
+
 def utcnow() -> datetime:
     return datetime.now(UTC)
 

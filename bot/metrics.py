@@ -61,8 +61,16 @@ MODEL_REQUEST_DURATION = Histogram(
 )
 TOKENS = Counter(
     "bot_tokens",
-    "Tokens the model server reported, kind input or output.",
+    "Tokens the model server reported, kind input or output; kind summary: the tokens of "
+    "the summaries made of what fell out of a channel's window.",
     ["kind"],
+    registry=REGISTRY,
+)
+SUMMARIES = Counter(
+    "bot_summaries",
+    "Summary requests of what fell out of a channel's window, by outcome: made, empty (the "
+    "model wrote nothing), failed (an error or a timeout).",
+    ["outcome"],
     registry=REGISTRY,
 )
 TOOL_CALLS = Counter(
@@ -83,8 +91,10 @@ SLACK_API_ERRORS = Counter(
 for _outcome in ("answered", "max_rounds", "truncated", "error"):
     TURNS.labels(_outcome)
     TURN_DURATION.labels(_outcome)
-for _kind in ("input", "output"):
+for _kind in ("input", "output", "summary"):
     TOKENS.labels(_kind)
+for _outcome in ("made", "empty", "failed"):
+    SUMMARIES.labels(_outcome)
 MODEL_REQUESTS.labels("ok")
 
 

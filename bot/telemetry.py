@@ -156,6 +156,12 @@ def turns_expired(count: int) -> None:
         metrics.TURNS.labels(str(Outcome.EXPIRED)).inc(count)
 
 
+def summary_requested(outcome: str, tokens: int = 0) -> None:
+    """A summary request of what fell out of a window ended (made, empty or failed)."""
+    metrics.SUMMARIES.labels(outcome).inc()
+    metrics.TOKENS.labels("summary").inc(tokens)
+
+
 def turn_failed(kind: str) -> None:
     """A turn that could not even be stored (the database failed): counted as an error."""
     metrics.TURNS.labels(str(Outcome.ERROR)).inc()

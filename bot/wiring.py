@@ -13,6 +13,7 @@ from bot.agent.channels import Channels
 from bot.agent.conversations import Conversations
 from bot.agent.limits import ModelSlots, PerPerson
 from bot.agent.loop import Loop
+from bot.agent.memory import Memory
 from bot.agent.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.agent.sessions import Sessions
 from bot.agent.threads import Threads
@@ -27,6 +28,7 @@ from bot.store.channels import ChannelSettingsStore
 from bot.store.crm import CrmStore
 from bot.store.db import Engines, create_engines
 from bot.store.history import HistoryStore
+from bot.store.summaries import SummaryStore
 from bot.store.threads import ThreadStore
 from bot.store.turns import TurnStore
 from bot.store.window import Windows
@@ -140,6 +142,9 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         per_person=PerPerson(limits.RATE_LIMIT_PER_USER),
         channels=channels,
         threads=Threads(ThreadStore(engines, windows), settings.slack.THREAD_CONTEXT_TOKENS),
+        memory=Memory(SummaryStore(engines), chat_model, settings.store.HISTORY_TOKEN_BUDGET)
+        if settings.store.HISTORY_SUMMARY
+        else None,
     )
     return Services(
         settings,

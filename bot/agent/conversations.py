@@ -18,6 +18,7 @@ from bot import telemetry
 from bot.agent.channels import Channels
 from bot.agent.limits import PerPerson
 from bot.agent.loop import Loop
+from bot.agent.memory import Memory
 from bot.agent.observer import UNOBSERVED, TurnObserver
 from bot.agent.threads import Threads, question_with
 from bot.agent.tokens import count_message
@@ -93,6 +94,7 @@ class Conversations:
         per_person: PerPerson | None = None,
         channels: Channels | None = None,
         threads: Threads | None = None,
+        memory: Memory | None = None,
     ) -> None:
         self.turns = turns
         self.history = history
@@ -105,6 +107,8 @@ class Conversations:
         self.channels = channels
         #: the conversation around a question (none shown without it)
         self.threads = threads or Threads(ThreadStore(history.engines, history.windows), 0)
+        #: the summaries of what fell out of the channels' windows (None: the window alone)
+        self.memory = memory
 
     async def ask(
         self, incoming: Incoming, observer: TurnObserver = UNOBSERVED, *, resumed: bool = False
@@ -296,7 +300,10 @@ class Conversations:
     async def _run(
         self, state: TurnState, observer: TurnObserver, started: float, earlier_ms: int = 0
     ) -> Reply:
-        state.history = select_window(state.history, self.token_budget)
+        if self.memory is not None:
+            state.history = await self.memory.history(state)
+        else:
+            state.history = select_window(state.history, self.token_budget)
         with turn_channel(state.channel_id):
             state = await self.loop.run(state, observer, self.turns.save)
         return await self._finish(state, observer, started, earlier_ms)

@@ -9,10 +9,11 @@ from datetime import datetime
 from typing import Any
 
 from bot.documents import ExportFormat, export_lines, export_turn_lines, session_document
-from bot.messages import Message, SessionSummary
+from bot.messages import Message, SessionSummary, Summary
 from bot.store.channels import ChannelSettingsStore
 from bot.store.feedback import FeedbackStore
 from bot.store.history import HistoryStore
+from bot.store.summaries import SummaryStore
 from bot.store.threads import ThreadStore
 from bot.turn import TurnState
 
@@ -25,6 +26,7 @@ class Sessions:
         self._feedback = FeedbackStore(history.engines)
         self._channels = ChannelSettingsStore(history.engines)
         self._threads = ThreadStore(history.engines, history.windows)
+        self._summaries = SummaryStore(history.engines)
 
     async def summaries(self) -> list[SessionSummary]:
         """Every session, most recently active first."""
@@ -41,6 +43,10 @@ class Sessions:
         """One session's messages and turns, in order."""
         return await self._history.messages(channel_id), await self._history.turns(channel_id)
 
+    async def memory(self, channel_id: str) -> list[Summary]:
+        """The summaries of what fell out of the channel's window, oldest first."""
+        return await self._summaries.summaries(channel_id)
+
     async def names(self, messages: list[Message], turns: list[TurnState]) -> dict[str, str]:
         """The display names Slack gave for the people of these messages and turns."""
         people = {m.user_id for m in messages} | {t.user_id for t in turns}
@@ -50,7 +56,8 @@ class Sessions:
         """The ``history show --json`` document (the channel's own settings included)."""
         messages, turns = await self.read(channel_id)
         settings = await self._channels.get(channel_id)
-        return session_document(channel_id, messages, turns, settings)
+        summaries = await self.memory(channel_id)
+        return session_document(channel_id, messages, turns, settings, summaries)
 
     def export(self, channel_id: str | None, export_format: ExportFormat) -> AsyncIterator[str]:
         """Every stored message (of one channel, or all) as export lines, streamed."""

@@ -219,6 +219,8 @@ class StoreSettings(SettingsGroup):
         12000, ge=0, description="a whole number of tokens, e.g. 12000"
     )
     """Most tokens of stored history replayed into one request."""
+    HISTORY_SUMMARY: OnOff = Field(True, description=_ON_OFF)
+    """Summarise what falls out of the window; the summary opens each later request."""
     HISTORY_RETENTION_DAYS: float | None = Field(
         None, gt=0, description="a number of days, e.g. 90 (empty: keep everything)"
     )

@@ -25,7 +25,7 @@ from bot.messages import (
 from bot.store.db import Engines, insert_for, store_errors
 from bot.store.feedback import attach
 from bot.store.feedback import counts as feedback_counts
-from bot.store.models import ChannelRow, MessageRow, ThreadAskerRow, TurnRow
+from bot.store.models import ChannelRow, MessageRow, SummaryRow, ThreadAskerRow, TurnRow
 from bot.store.window import Windows, storable
 from bot.turn import TurnState
 
@@ -188,25 +188,33 @@ class HistoryStore:
             connection.execute(
                 delete(ThreadAskerRow).where(ThreadAskerRow.channel_id == channel_id)
             )
+            connection.execute(delete(SummaryRow).where(SummaryRow.channel_id == channel_id))
             return deleted.rowcount or 0
 
         return await self.engines.transaction(work)
 
     @store_errors
     async def delete_slack_message(self, channel_id: str, slack_ts: str) -> int:
-        """A message deleted in Slack is deleted here too."""
+        """A message deleted in Slack is deleted here too, and so are the summaries that
+        cover it."""
         self.windows.forget(channel_id)
         statement = delete(MessageRow).where(
             MessageRow.channel_id == channel_id, MessageRow.slack_ts == slack_ts
         )
-        return await self.engines.statement(lambda c: c.execute(statement).rowcount or 0)
+
+        def work(connection: Connection) -> int:
+            drop_stale(connection, channel_id, _ids_of(connection, channel_id, slack_ts))
+            return connection.execute(statement).rowcount or 0
+
+        return await self.engines.transaction(work)
 
     @store_errors
     async def edit_slack_message(
         self, channel_id: str, slack_ts: str, content: str, tokens: int
     ) -> int:
         """A person's message edited in Slack reads as edited here too (one that shows a
-        thread's messages is rewritten whole: ThreadStore.rewrite)."""
+        thread's messages is rewritten whole: ThreadStore.rewrite), and the summaries that
+        cover it are dropped."""
         self.windows.forget(channel_id)
         statement = (
             update(MessageRow)
@@ -218,7 +226,12 @@ class HistoryStore:
             )
             .values(content=storable(content), tokens=tokens, edited_at=utcnow())
         )
-        return await self.engines.statement(lambda c: c.execute(statement).rowcount or 0)
+
+        def work(connection: Connection) -> int:
+            drop_stale(connection, channel_id, _ids_of(connection, channel_id, slack_ts))
+            return connection.execute(statement).rowcount or 0
+
+        return await self.engines.transaction(work)
 
     @store_errors
     async def purge(self, older_than: datetime) -> int:
@@ -235,6 +248,14 @@ class HistoryStore:
                     ~select(MessageRow.id).where(MessageRow.turn_id == TurnRow.id).exists(),
                 )
             )
+            # a summary covers its channel from its first message on: that one went first
+            connection.execute(
+                delete(SummaryRow).where(
+                    ~select(MessageRow.id)
+                    .where(MessageRow.id == SummaryRow.first_message_id)
+                    .exists()
+                )
+            )
             return deleted.rowcount or 0
 
         return await self.engines.transaction(work)
@@ -247,6 +268,30 @@ class HistoryStore:
             return True
         except Exception:  # any failure to answer is "not healthy", never a 500
             return False
+
+
+def drop_stale(connection: Connection, channel_id: str, changed_ids: list[int]) -> None:
+    """The channel's summaries that cover one of ``changed_ids`` (messages deleted or
+    edited) are dropped: each covers its channel from its first message to its last, so
+    those ending before the first changed one stay."""
+    if changed_ids:
+        connection.execute(
+            delete(SummaryRow).where(
+                SummaryRow.channel_id == channel_id,
+                SummaryRow.last_message_id >= min(changed_ids),
+            )
+        )
+
+
+def _ids_of(connection: Connection, channel_id: str, slack_ts: str) -> list[int]:
+    """The ids of the channel's stored messages of one Slack message."""
+    return list(
+        connection.scalars(
+            select(MessageRow.id).where(
+                MessageRow.channel_id == channel_id, MessageRow.slack_ts == slack_ts
+            )
+        )
+    )
 
 
 def message_from(row: Any) -> Message:

@@ -106,6 +106,24 @@ class MessageRow(Base):
     )
 
 
+class SummaryRow(Base):
+    """What the model wrote of a channel's messages that fell out of its window: it covers
+    the channel's stored messages from ``first_message_id`` to ``last_message_id`` (each
+    summary carries the one before it, so the newest covers all the older ones)."""
+
+    __tablename__ = "summaries"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    channel_id: Mapped[str] = mapped_column(String(64))
+    text: Mapped[str] = mapped_column(Text)
+    first_message_id: Mapped[int] = mapped_column(BigInteger)
+    last_message_id: Mapped[int] = mapped_column(BigInteger)
+    tokens: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_summaries_channel_last", "channel_id", "last_message_id"),)
+
+
 class PersonRow(Base):
     """A Slack user's display name, as Slack last told it (the admin pages and the CLI,
     which cannot ask Slack, show it beside the ID)."""

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Connection, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.messages import Message, utcnow
 from bot.store.db import Engines, insert_for, store_errors
-from bot.store.history import message_from
+from bot.store.history import drop_stale, message_from
 from bot.store.journal import stored_context
 from bot.store.models import MessageRow, PersonRow, ThreadAskerRow
 from bot.store.window import Windows, storable
@@ -64,7 +64,7 @@ class ThreadStore:
     @store_errors
     async def rewrite(self, channel_id: str, message: Message) -> None:
         """A question's context (or its own text) changed in Slack: its content, context
-        and tokens are ``message``'s from now on."""
+        and tokens are ``message``'s from now on; the summaries that cover it are dropped."""
         self.windows.forget(channel_id)
         statement = (
             update(MessageRow)
@@ -77,7 +77,12 @@ class ThreadStore:
                 edited_at=utcnow(),
             )
         )
-        await self.engines.statement(lambda c: c.execute(statement))
+
+        def work(connection: Connection) -> None:
+            drop_stale(connection, channel_id, [message.id] if message.id is not None else [])
+            connection.execute(statement)
+
+        await self.engines.transaction(work)
 
     @store_errors
     async def answered(self, channel_id: str, thread_ts: str, user_id: str) -> None:

@@ -238,6 +238,7 @@ class AdminSite:
             sections=sections,
             channel_settings=[(key, settings[key]) for key in KEYS if key in settings],
             names=await self.sessions.names(messages, turns),
+            summaries=await self.sessions.memory(channel),
         )
 
     @page

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.messages import Message, ToolCall, utcnow
+from bot.messages import Message, Summary, ToolCall, utcnow
 from bot.store.db import create_engine
 from bot.store.feedback import FeedbackStore
 from bot.store.history import HistoryStore
+from bot.store.summaries import SummaryStore
 from tests.cli.helpers import run_bot
 from tests.stored_turns import add_turn
 
@@ -152,6 +153,29 @@ def test_show_json_is_the_interface_document(bot) -> None:  # type: ignore[no-un
     assert script["content"] == SCRIPT
     assert [t["outcome"] for t in document["turns"]] == ["answered", "error"]
     assert document["turns"][1]["error"] == "model timed out"
+
+
+def test_show_json_has_the_summaries_of_what_fell_out(bot, database_url: str) -> None:  # type: ignore[no-untyped-def]
+    first, last = (
+        m["id"]
+        for m in json.loads(bot("history", "show", "C0123", "--json").stdout)["messages"][:2]
+    )
+
+    async def summarise() -> None:
+        engines = create_engine(database_url)
+        try:
+            await SummaryStore(engines).add(Summary("C0123", "TASK-1 is open.", first, last, 9))
+        finally:
+            await engines.dispose()
+
+    asyncio.run(summarise())
+    document = json.loads(bot("history", "show", "C0123", "--json").stdout)
+
+    (summary,) = document["summaries"]
+    assert set(summary) == {"text", "first_message_id", "last_message_id", "created_at"}
+    assert summary["text"] == "TASK-1 is open." and summary["created_at"]
+    assert (summary["first_message_id"], summary["last_message_id"]) == (first, last)
+    assert json.loads(bot("history", "show", "D0456", "--json").stdout)["summaries"] == []
 
 
 def test_an_edited_question_says_when_it_was_edited(bot, database_url: str) -> None:  # type: ignore[no-untyped-def]

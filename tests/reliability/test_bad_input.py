@@ -44,9 +44,12 @@ def pasted_log(length: int) -> str:
     return "\n".join(lines)[:length]
 
 
-def services_for(database_url: str, fake: FakeOpenAI) -> Services:
+def services_for(database_url: str, fake: FakeOpenAI, **settings_: str) -> Services:
     settings = load_settings(
-        DATABASE_URL=database_url, OPENAI_API_KEY="test-key", OPENAI_BASE_URL=fake.base_url
+        DATABASE_URL=database_url,
+        OPENAI_API_KEY="test-key",
+        OPENAI_BASE_URL=fake.base_url,
+        **settings_,
     )
     return build_services(settings)
 
@@ -55,10 +58,10 @@ def test_a_40k_character_message(database_url: str, fake_openai: FakeOpenAI, tmp
     """A 40,000-character pasted log through ``bot ask``, in a channel whose history is
     already larger than HISTORY_TOKEN_BUDGET -> the request carries the whole message and
     only as much history as the budget allows (whole turns) -> answered; the message is
-    stored character for character."""
+    stored character for character. (The window alone: no summary of what fell out.)"""
 
     async def seed() -> None:
-        services = services_for(database_url, fake_openai)
+        services = services_for(database_url, fake_openai, HISTORY_SUMMARY="off")
         try:
             for n in range(6):
                 fake_openai.script(f"answer {n} " + "fine " * 800)
@@ -74,7 +77,12 @@ def test_a_40k_character_message(database_url: str, fake_openai: FakeOpenAI, tmp
     fake_openai.reset()
     fake_openai.script("That log shows timeouts.")
     result = run_bot(
-        "ask", "--channel", "CB", text, env=bot_env(fake_openai, database_url), cwd=tmp_path
+        "ask",
+        "--channel",
+        "CB",
+        text,
+        env=bot_env(fake_openai, database_url, HISTORY_SUMMARY="off"),
+        cwd=tmp_path,
     )
 
     assert result.returncode == 0, result.stderr

@@ -215,7 +215,8 @@ async def test_round_cap_forces_an_answer(
 async def test_window_keeps_whole_recent_turns(
     make_services, fake_openai: FakeOpenAI, api: str
 ) -> None:
-    services = make_services(LLM_API=api, HISTORY_TOKEN_BUDGET=400)
+    # the window alone: summaries of what falls out are tests/scenarios/test_memory.py's
+    services = make_services(LLM_API=api, HISTORY_TOKEN_BUDGET=400, HISTORY_SUMMARY="off")
     # ten earlier turns, each with a tool round, about 100 tokens a turn
     for n in range(10):
         fake_openai.script(ToolUse("get_current_time", {}, f"old{n}"), Reply(text=f"answer {n}"))
@@ -358,7 +359,10 @@ async def test_a_process_that_kept_the_window_sends_what_a_fresh_read_gives(
 ) -> None:
     # the process keeps each channel's window between turns; with old turns dropping out
     # of a small budget, what it sends must equal what a process reading afresh sends
-    kept = make_services(HISTORY_TOKEN_BUDGET=300, RATE_LIMIT_PER_USER=0)  # 25 turns of U1
+    # the window alone, as each process reads or keeps it
+    kept = make_services(
+        HISTORY_TOKEN_BUDGET=300, RATE_LIMIT_PER_USER=0, HISTORY_SUMMARY="off"
+    )  # 25 turns of U1
     for channel in ("CKEPT", "CFRESH"):
         for n in range(12):
             fake_openai.script(
@@ -366,7 +370,7 @@ async def test_a_process_that_kept_the_window_sends_what_a_fresh_read_gives(
                 Reply(text=f"answer {n} " + "words " * (n % 4) * 5),
             )
             await ask(kept, f"question {n} " + "padding " * (n % 3) * 10, channel=channel)
-    fresh_reader = make_services(HISTORY_TOKEN_BUDGET=300)
+    fresh_reader = make_services(HISTORY_TOKEN_BUDGET=300, HISTORY_SUMMARY="off")
     fake_openai.reset()
     fake_openai.script(Reply(text="one"), Reply(text="two"))
 

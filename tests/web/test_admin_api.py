@@ -19,10 +19,11 @@ from starlette.routing import Mount
 
 from bot.agent.admin_logins import AdminLogins
 from bot.agent.sessions import Sessions
-from bot.messages import Message, ToolCall
+from bot.messages import Message, Summary, ToolCall
 from bot.store.admin_sessions import AdminSessionStore
 from bot.store.db import create_engine
 from bot.store.history import HistoryStore
+from bot.store.summaries import SummaryStore
 from bot.web.admin import admin_app
 from tests.fakes.serve import ServedApp, serve_in_thread
 from tests.stored_turns import add_turn
@@ -407,3 +408,30 @@ def test_an_edited_question_is_marked_with_its_time(
     assert "how is Q3&#39;s pipeline?" in page and page.count('class="edited"') == 1
     question, answer = document["messages"]
     assert question["edited_at"] >= question["created_at"] and "edited_at" not in answer
+
+
+def test_the_session_page_and_document_show_the_summaries(
+    bearer: httpx.Client, database_url: str
+) -> None:
+    assert "Summaries of older messages" not in bearer.get("/admin/sessions/D0456").text
+
+    async def summarise() -> None:
+        store = HistoryStore(create_engine(database_url))
+        try:
+            question, answer = await store.messages("D0456")
+            assert question.id is not None and answer.id is not None
+            summary = Summary(
+                "D0456", f"The pipeline was asked about. {SCRIPT}", question.id, answer.id, 12
+            )
+            await SummaryStore(store.engines).add(summary)
+        finally:
+            await store.engines.dispose()
+
+    asyncio.run(summarise())
+    page = bearer.get("/admin/sessions/D0456").text
+    (summary,) = bearer.get("/admin/api/sessions/D0456").json()["summaries"]
+
+    assert "Summaries of older messages" in page and "The pipeline was asked about." in page
+    assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in page and "<script" not in page
+    assert summary["text"] == f"The pipeline was asked about. {SCRIPT}"
+    assert summary["last_message_id"] > summary["first_message_id"]
