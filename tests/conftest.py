@@ -21,6 +21,17 @@ from tests.postgres import fresh_database
 
 POSTGRES_URL = os.environ.get("TEST_DATABASE_URL")
 
+# the tests start many `bot` processes: the first ones write the bytecode of the bot and its
+# dependencies and the rest reuse it, instead of each compiling them afresh, whatever the
+# developer's shell says
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): two workers a core, since the tests spend most of
+    their time waiting (on the fakes, Slack's pacing, the bot's timeouts), not computing."""
+    return 2 * (os.cpu_count() or 1)
+
 
 def postgres_database() -> Iterator[str]:
     """A fresh, migrated database on the TEST_DATABASE_URL server; dropped afterwards."""

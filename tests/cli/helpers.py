@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from bot.store.crm import CrmStore
+from bot.store.db import create_engine
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -66,6 +70,20 @@ def import_examples(env: dict[str, str], cwd: Path) -> None:
         cwd=cwd,
     )
     assert imported.returncode == 0, imported.stderr
+
+
+def load_examples(database_url: str) -> None:
+    """The same rows as ``import_examples``, put in from this process: for the tests that
+    only need them there, without starting a ``bot`` process for it."""
+
+    async def load() -> None:
+        engine = create_engine(database_url)
+        try:
+            await CrmStore(engine).import_csv(EXAMPLES / "contacts.csv", EXAMPLES / "accounts.csv")
+        finally:
+            await engine.dispose()
+
+    asyncio.run(load())
 
 
 def one_line(stderr: str) -> str:

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.cli.helpers import import_examples, run_bot
+from tests.cli.helpers import load_examples, run_bot
 from tests.cli.test_core_commands import stored
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
@@ -26,7 +26,7 @@ def jira():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def env(database_url: str, fake_openai: FakeOpenAI, jira: FakeJira, tmp_path):  # type: ignore[no-untyped-def]
+def env(database_url: str, fake_openai: FakeOpenAI, jira: FakeJira):  # type: ignore[no-untyped-def]
     values = {
         "DATABASE_URL": database_url,
         "OPENAI_API_KEY": "test-key",
@@ -36,7 +36,7 @@ def env(database_url: str, fake_openai: FakeOpenAI, jira: FakeJira, tmp_path):  
         "JIRA_API_TOKEN": "jira-secret",
         "JIRA_PROJECT": "TASK",
     }
-    import_examples(values, tmp_path)
+    load_examples(database_url)
     return values
 
 

@@ -78,7 +78,7 @@ def finish(
 
 
 def wait_for(
-    condition: Callable[[], Any], what: str, timeout: float = 20, every: float = 0.02
+    condition: Callable[[], Any], what: str, timeout: float = 60, every: float = 0.02
 ) -> Any:
     """Poll ``condition`` until it is truthy (and return it); fail naming ``what``."""
     deadline = time.monotonic() + timeout
@@ -94,7 +94,7 @@ def wait_for(
 async def until(
     condition: Callable[[], Any | Awaitable[Any]],
     what: str,
-    timeout: float = 10,  # noqa: ASYNC109 - a polling deadline, as in the Slack scenarios
+    timeout: float = 30,  # noqa: ASYNC109 - a polling deadline, as in the Slack scenarios
 ) -> Any:
     """``wait_for`` from async code: poll ``condition`` (a function or a coroutine function)
     until it is truthy, and return its value."""

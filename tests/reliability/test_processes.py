@@ -33,7 +33,8 @@ from tests.reliability.helpers import last_user_text, until
 from tests.scenarios.slack.conftest import BOT, SECRET, TOKEN, Clock, echo, mention, posts
 from tests.scenarios.slack.test_processes import BotProcess, process_settings
 
-pytestmark = pytest.mark.postgres
+# one worker runs every test here, so that the module's load run is made once
+pytestmark = [pytest.mark.postgres, pytest.mark.xdist_group("load_run")]
 
 CHANNELS = 30
 PER_CHANNEL = 10  # 300 events

@@ -41,7 +41,7 @@ class BotProcess:
             text=True,
         )
 
-    async def healthy(self, timeout: float = 30) -> None:  # noqa: ASYNC109 - polling deadline
+    async def healthy(self, timeout: float = 60) -> None:  # noqa: ASYNC109 - polling deadline
         deadline = time.monotonic() + timeout
         async with httpx.AsyncClient() as client:
             while time.monotonic() < deadline:
