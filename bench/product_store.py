@@ -130,7 +130,7 @@ def _product() -> Any:
         class NoKeptWindows(Windows):
             """Windows that never keep a channel's window between turns."""
 
-            def keep(self, channel_id: str, window: Any, deletions: int) -> None:
+            def keep(self, channel_id: str, window: Any) -> None:
                 return None
 
         _B = SimpleNamespace(
@@ -251,11 +251,15 @@ class ProductStore(Store):
         await asyncio.to_thread(b.migrate.upgrade, url)
         windows = b.Windows() if self.keep_windows else b.NoKeptWindows()
         # bot.wiring.build_services: TurnStore(create_engines(settings.store.DATABASE_URL), ...)
-        self.engines = b.create_engines(url)
+        self.engines = self.create_engines(url)
         self.h = b.TurnStore(self.engines, windows)
         self.jobs = b.open_jobs(self.engines)
         # the tokenizer is loaded once per process (the bot: on its first turn)
         b.count_message(b.Message.user("warm up"))
+
+    def create_engines(self, url: str) -> Any:
+        """The engines, as the bot makes them (bench/product_devices.py: with a device off)."""
+        return self.b.create_engines(url)
 
     async def close(self) -> None:
         # bot.wiring.Services.close

@@ -177,7 +177,6 @@ class HistoryStore:
     @store_errors
     async def delete_channel(self, channel_id: str) -> int:
         """Forget one session; returns how many messages were deleted."""
-        self.windows.forget(channel_id)
 
         def work(connection: Connection) -> int:
             deleted = connection.execute(
@@ -190,16 +189,16 @@ class HistoryStore:
             )
             return deleted.rowcount or 0
 
-        return await self.engines.transaction(work)
+        return await self.windows.changing(channel_id, self.engines.transaction(work))
 
     @store_errors
     async def delete_slack_message(self, channel_id: str, slack_ts: str) -> int:
         """A message deleted in Slack is deleted here too."""
-        self.windows.forget(channel_id)
         statement = delete(MessageRow).where(
             MessageRow.channel_id == channel_id, MessageRow.slack_ts == slack_ts
         )
-        return await self.engines.statement(lambda c: c.execute(statement).rowcount or 0)
+        deleting = self.engines.statement(lambda c: c.execute(statement).rowcount or 0)
+        return await self.windows.changing(channel_id, deleting)
 
     @store_errors
     async def edit_slack_message(
@@ -207,7 +206,6 @@ class HistoryStore:
     ) -> int:
         """A person's message edited in Slack reads as edited here too (one that shows a
         thread's messages is rewritten whole: ThreadStore.rewrite)."""
-        self.windows.forget(channel_id)
         statement = (
             update(MessageRow)
             .where(
@@ -218,12 +216,12 @@ class HistoryStore:
             )
             .values(content=storable(content), tokens=tokens, edited_at=utcnow())
         )
-        return await self.engines.statement(lambda c: c.execute(statement).rowcount or 0)
+        editing = self.engines.statement(lambda c: c.execute(statement).rowcount or 0)
+        return await self.windows.changing(channel_id, editing)
 
     @store_errors
     async def purge(self, older_than: datetime) -> int:
         """Retention: delete messages created before ``older_than``, and turns left empty."""
-        self.windows.forget()
 
         def work(connection: Connection) -> int:
             deleted = connection.execute(
@@ -237,7 +235,7 @@ class HistoryStore:
             )
             return deleted.rowcount or 0
 
-        return await self.engines.transaction(work)
+        return await self.windows.changing(None, self.engines.transaction(work))
 
     async def ping(self) -> bool:
         """Whether the database answers (the health check)."""

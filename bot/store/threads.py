@@ -65,7 +65,6 @@ class ThreadStore:
     async def rewrite(self, channel_id: str, message: Message) -> None:
         """A question's context (or its own text) changed in Slack: its content, context
         and tokens are ``message``'s from now on."""
-        self.windows.forget(channel_id)
         statement = (
             update(MessageRow)
             .where(MessageRow.id == message.id, MessageRow.channel_id == channel_id)
@@ -77,7 +76,8 @@ class ThreadStore:
                 edited_at=utcnow(),
             )
         )
-        await self.engines.statement(lambda c: c.execute(statement))
+        rewriting = self.engines.statement(lambda c: c.execute(statement))
+        await self.windows.changing(channel_id, rewriting)
 
     @store_errors
     async def answered(self, channel_id: str, thread_ts: str, user_id: str) -> None:
