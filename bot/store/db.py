@@ -36,7 +36,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import InvalidatePoolError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlalchemy.pool import AsyncAdaptedQueuePool, QueuePool
-from sqlalchemy.util import await_only
+from sqlalchemy.util import await_only, greenlet_spawn
 
 from bot.config import async_database_url
 from bot.errors import StoreError
@@ -62,6 +62,7 @@ class SQLiteWriter:
             url, poolclass=QueuePool, pool_size=1, max_overflow=0
         )
         _sqlite_recipe(self.engine, "BEGIN IMMEDIATE")
+        self._single_statements = self.engine.execution_options(**{_SINGLE_STATEMENTS: True})
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="sqlite-writer")
         self._closed = False
 
@@ -71,11 +72,8 @@ class SQLiteWriter:
         return await loop.run_in_executor(self._thread, self._run, work, transaction)
 
     def _run(self, work: Work[T], transaction: bool) -> T:
-        if transaction:
-            with self.engine.begin() as connection:
-                return work(connection)
-        with self.engine.connect() as connection:
-            return work(connection.execution_options(**{_SINGLE_STATEMENTS: True}))
+        engine = self.engine if transaction else self._single_statements
+        return _run_on(engine, work, transaction)
 
     async def dispose(self) -> None:
         """Close the connection and stop the thread (once: services may be closed twice)."""
@@ -108,16 +106,14 @@ class Engines:
             done = await self.statement(one_statement)
             if done is not None:
                 return done
-        async with self.writes.begin() as connection:
-            return await connection.run_sync(work)
+        return await run_sync(self.writes, work, transaction=True)
 
     async def statement(self, work: Work[T]) -> T:
         """Run ``work``'s statements each as a transaction of its own (one INSERT of several
         rows is atomic): no BEGIN and COMMIT round trips around them."""
         if self.writer is not None:
             return await self.writer.run(work, transaction=False)
-        async with self._single_statements.connect() as connection:
-            return await connection.run_sync(work)
+        return await run_sync(self._single_statements, work)
 
     @functools.cached_property
     def _single_statements(self) -> AsyncEngine:
@@ -143,6 +139,23 @@ class Engines:
             await engine.dispose()
         if self.writer is not None:
             await self.writer.dispose()
+
+
+# speed device: see bench/README.md, "one bridge pass a write"
+async def run_sync(engine: AsyncEngine, work: Work[T], *, transaction: bool = False) -> T:
+    """``work`` on a connection of ``engine`` (in a transaction when ``transaction``): the
+    connection is drawn, used and given back in one pass through SQLAlchemy's bridge for
+    synchronous code (greenlet_spawn, as ``AsyncConnection.run_sync`` does), where
+    ``AsyncConnection`` makes a pass for each of the three."""
+    return await greenlet_spawn(_run_on, engine.sync_engine, work, transaction)
+
+
+def _run_on(engine: sqlalchemy.Engine, work: Work[T], transaction: bool) -> T:
+    if transaction:
+        with engine.begin() as connection:
+            return work(connection)
+    with engine.connect() as connection:
+        return work(connection)
 
 
 def create_engines(database_url: str) -> Engines:
