@@ -1,7 +1,7 @@
 """histbench plugin: the product's store with one speed device off, a lane each, to set
 beside ``product-locked`` in the same run (bench/README.md says which lane is which).
 
-    DATABASE_URL=... python ../shared/bench/histbench.py --plugin bench/product_devices.py \
+    DATABASE_URL=... python histbench.py --plugin bench/product_devices.py \
         --phases levels --stores reference,product-locked,product-locked-transactions
 
 Every lane is ``product-locked`` (bench/product_store.py, loaded with this file) with one
