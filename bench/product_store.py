@@ -57,12 +57,12 @@ four message rows per turn, positions 1..n, tokens counted by ``count_message``)
 last turn goes through begin / finish, so the store keeps that channel's
 window as a running bot would after serving it.
 
-PostgreSQL: ``product`` uses the shared DATABASE_URL database like the anchors (its
-tables are listed in ``tables``: the harness drops them between phases and VACUUM
-ANALYZEs them after seeding). The variants have the same table names, so each gets a
-database of its own (<db>_product_nocache, <db>_alt_product_nocache, ...), created if
-missing; the same wrapper installs hooks on histbench's Backend.wipe / .maintenance that
-drop / VACUUM ANALYZE their tables there at the same moments.
+PostgreSQL: ``product`` uses the shared DATABASE_URL database like the anchors. The
+variants have the same table names, so each gets a database of its own
+(<db>_product_nocache, <db>_alt_product_nocache, ...), created if missing. The same
+wrapper installs hooks on histbench's Backend.wipe / .maintenance that drop / VACUUM
+ANALYZE every lane's tables (those of the product's models, ``product_tables``) at the
+moments the harness does its own stores'.
 """
 
 from __future__ import annotations
@@ -83,24 +83,18 @@ from sqlalchemy.engine import make_url  # noqa: E402
 from stores import DbTarget, Store  # noqa: E402
 from workload import HISTORY_TOKEN_BUDGET, Msg, trim_to_budget  # noqa: E402
 
-#: every table the product's migrations create (dropped / analysed on PostgreSQL)
-PRODUCT_TABLES = (
-    "feedback",
-    "messages",
-    "turns",
-    "channel_holds",
-    "channels",
-    "inbox",
-    "admin_sessions",
-    "crm_accounts",
-    "crm_contacts",
-    "alembic_version",
-)
 USER_ID = "U0BENCH"
 MODEL = "bench-model"
 API_MODE = "chat"
 #: turns per INSERT batch when seeding in bulk
 SEED_BATCH_TURNS = 1000
+
+
+def product_tables() -> list[str]:
+    """Every table the product's migrations create: its models' and Alembic's own."""
+    from bot.store.models import Base
+
+    return [*Base.metadata.tables, "alembic_version"]
 
 
 # The product is imported on first use, not with this file: histbench loads every
@@ -130,7 +124,7 @@ def _product() -> Any:
         class NoKeptWindows(Windows):
             """Windows that never keep a channel's window between turns."""
 
-            def keep(self, channel_id: str, window: Any, deletions: int) -> None:
+            def keep(self, channel_id: str, window: Any) -> None:
                 return None
 
         _B = SimpleNamespace(
@@ -158,7 +152,7 @@ def _product() -> Any:
 
 class ProductStore(Store):
     name = "product"
-    tables = PRODUCT_TABLES
+    tables = ()  # PostgreSQL: dropped / analysed by the hooks (product_tables)
     description = (
         "the product's TurnStore (bot.store.turns), engines by bot.store.db."
         "create_engines, schema by its Alembic migrations; a turn = begin (window read + "
@@ -228,15 +222,14 @@ class ProductStore(Store):
 
     @classmethod
     def wipe_own_database(cls, target: DbTarget) -> None:
-        if target.kind == "postgresql" and cls.db_suffix:
-            cls._admin_sql(
-                target, [f'DROP TABLE IF EXISTS "{t}" CASCADE' for t in PRODUCT_TABLES], True
-            )
+        if target.kind == "postgresql":
+            drops = [f'DROP TABLE IF EXISTS "{t}" CASCADE' for t in product_tables()]
+            cls._admin_sql(target, drops, bool(cls.db_suffix))
 
     @classmethod
     def maintain_own_database(cls, target: DbTarget) -> None:
-        if target.kind == "postgresql" and cls.db_suffix:
-            cls._admin_sql(target, [f'VACUUM ANALYZE "{t}"' for t in PRODUCT_TABLES], False)
+        if target.kind == "postgresql":
+            cls._admin_sql(target, [f'VACUUM ANALYZE "{t}"' for t in product_tables()], False)
 
     # -- the Store interface ------------------------------------------------------------
 
@@ -251,11 +244,15 @@ class ProductStore(Store):
         await asyncio.to_thread(b.migrate.upgrade, url)
         windows = b.Windows() if self.keep_windows else b.NoKeptWindows()
         # bot.wiring.build_services: TurnStore(create_engines(settings.store.DATABASE_URL), ...)
-        self.engines = b.create_engines(url)
+        self.engines = self.create_engines(url)
         self.h = b.TurnStore(self.engines, windows)
         self.jobs = b.open_jobs(self.engines)
         # the tokenizer is loaded once per process (the bot: on its first turn)
         b.count_message(b.Message.user("warm up"))
+
+    def create_engines(self, url: str) -> Any:
+        """The engines, as the bot makes them (bench/product_devices.py: with a device off)."""
+        return self.b.create_engines(url)
 
     async def close(self) -> None:
         # bot.wiring.Services.close

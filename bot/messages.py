@@ -124,12 +124,12 @@ def with_references(text: str, attachments: Sequence[Attachment]) -> str:
     return "\n".join([text, *references] if text else references)
 
 
+# speed device: see bench/README.md, "Message not frozen"
 @dataclass(slots=True)
 class Message:
     """One stored or in-flight message, in the same form for both API modes. Treat it as
     immutable (``with_`` makes a changed copy). Not frozen: a window read from the database
-    builds a few hundred, and a frozen one costs 15.5 us to build where this costs 3.6 us
-    (2.5 ms against 0.6 ms for a window of 160; median of 5, 2026-12-01)."""
+    builds a few hundred, and a frozen dataclass costs several times as much to build."""
 
     role: Role
     content: str | None = None

@@ -54,8 +54,8 @@ async def _serve(settings: Settings, socket_mode: bool, port: int) -> int:
     services = build_services(settings)
     slack = SlackRuntime(settings, services, socket_mode=socket_mode)
     # what is loaded by now lives as long as the process: out of the collector's sight, a
-    # full collection scans what turns create, not every module (with the ~190,000 objects
-    # loaded by now: 777 ms a collection before, 0 ms after; 2026-12-01, a busy machine)
+    # full collection scans what turns create, not every module
+    # speed device: see bench/README.md, "gc.freeze at start"
     gc.collect()
     gc.freeze()
     config = uvicorn.Config(

@@ -59,9 +59,8 @@ class Inbox:
         #: names this process on the jobs it holds
         self.holder = uuid.uuid4().hex
         # given every row, SQLAlchemy's "insertmanyvalues" sends one INSERT from its cached
-        # compilation, where ``.values(rows)`` compiled one afresh each time: 200 rows on
-        # SQLite 25 -> 4.4 ms; bench/slack_load.py ack p50, median of runs alternated with the
-        # code before (2026-12-01): SQLite 122 -> 107 ms (6 each), PostgreSQL 272 -> 194 ms (3)
+        # compilation, where ``.values(rows)`` would compile one afresh each time
+        # speed device: see bench/README.md, "inbox INSERT compiled once"
         self._insert_new = (
             insert_for(self.engines.dialect)(_INBOX)
             .on_conflict_do_nothing(index_elements=["channel_id", "key"])
@@ -77,9 +76,8 @@ class Inbox:
         SQLite, where a job without one is this process's, or left by its last run).
 
         Jobs submitted while the inbox is writing go in together, in one statement (group
-        commit): 200 mentions at once under bench/slack_load.py (SQLite, 3 runs alternated
-        on a loaded machine, 2026-12-01), ack p50 677, 742, 360 ms one write a job -> 390,
-        308, 248 ms."""
+        commit)."""
+        # speed device: see bench/README.md, "group commit"
         return await self._adding.submit((job, lease_until))
 
     @store_errors

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Executable, and_, bindparam, delete, select, text, tuple_, update
+from sqlalchemy import Connection, Executable, and_, bindparam, delete, select, text, tuple_, update
 from sqlalchemy.exc import DBAPIError
 
 from bot.errors import StoreError
@@ -30,7 +30,7 @@ from bot.jobs import Handler, Job
 from bot.jobs.inbox import QUEUED, Inbox, Key, job_from
 from bot.jobs.runner import Jobs
 from bot.messages import utcnow
-from bot.store.db import store_errors
+from bot.store.db import run_sync, store_errors
 from bot.store.models import ChannelHoldRow, InboxRow
 
 log = logging.getLogger(__name__)
@@ -227,9 +227,11 @@ class PostgresJobs(Jobs):
     async def _run_on_ledger(
         self, statement: Executable, params: dict[str, Any], scalar: bool
     ) -> Any:
-        async with self._autocommit.connect() as connection:
-            result = await connection.execute(statement, params)
+        def run(connection: Connection) -> Any:
+            result = connection.execute(statement, params)
             return result.scalar() if scalar else None
+
+        return await run_sync(self._autocommit, run)
 
     @store_errors
     async def _take_over(self) -> list[Job]:

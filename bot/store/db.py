@@ -7,17 +7,17 @@ A store writes with plain synchronous SQLAlchemy Core functions, run by the engi
 * PostgreSQL (asyncpg): through ``AsyncConnection.run_sync``, SQLAlchemy's bridge for
   synchronous code, on one pool whose connections are pinged before use (``_ping``). A
   connection broken by a server restart mid-statement fails that statement; the next
-  transaction draws a live connection.
+  transaction draws a live connection. A write that can be single statements, each atomic
+  by itself, runs so, with no BEGIN and COMMIT around it (``one_statement``).
 * SQLite: SQLite has one writer, so a process has one writing connection, on a thread of
   its own (``SQLiteWriter``), and each transaction runs whole on it: one trip from the
-  event loop, where aiosqlite makes three or four a statement (a turn's writes, the same
-  statements: 7.8 ms through aiosqlite, 2.2 ms on the writer's thread; median of 5 runs
-  alternated in one process, 2026-12-01). The connection is SQLAlchemy's pysqlite dialect
-  with its documented recipe: WAL, so readers and the writer do not wait for one another;
-  a busy timeout, so a writer waits for another process's write lock; ``BEGIN
-  IMMEDIATE``, so a transaction takes the write lock at its start instead of failing when
-  it upgrades from reading. Reads go through aiosqlite (``Engines.reads``), a pool that
-  begins deferred, so a health check never waits behind a write.
+  event loop, where aiosqlite makes three or four a statement. The connection is
+  SQLAlchemy's pysqlite dialect with its documented recipe: WAL, so readers and the writer
+  do not wait for one another; a busy timeout, so a writer waits for another process's
+  write lock; ``BEGIN IMMEDIATE``, so a transaction takes the write lock at its start
+  instead of failing when it upgrades from reading. Reads go through aiosqlite
+  (``Engines.reads``), a pool that begins deferred, so a health check never waits behind a
+  write.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from sqlalchemy.pool import (
     PoolProxiedConnection,
     QueuePool,
 )
-from sqlalchemy.util import await_only
+from sqlalchemy.util import await_only, greenlet_spawn
 
 from bot.config import async_database_url
 from bot.errors import StoreError
@@ -59,6 +59,7 @@ T = TypeVar("T")
 Work = Callable[[Connection], T]
 
 
+# speed device: see bench/README.md, "SQLite writer thread"
 class SQLiteWriter:
     """The one writing connection of a process to a SQLite file, on a thread of its own."""
 
@@ -68,6 +69,7 @@ class SQLiteWriter:
             url, poolclass=QueuePool, pool_size=1, max_overflow=0
         )
         _sqlite_recipe(self.engine, "BEGIN IMMEDIATE")
+        self._single_statements = self.engine.execution_options(**{_SINGLE_STATEMENTS: True})
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="sqlite-writer")
         self._closed = False
 
@@ -77,11 +79,8 @@ class SQLiteWriter:
         return await loop.run_in_executor(self._thread, self._run, work, transaction)
 
     def _run(self, work: Work[T], transaction: bool) -> T:
-        if transaction:
-            with self.engine.begin() as connection:
-                return work(connection)
-        with self.engine.connect() as connection:
-            return work(connection.execution_options(**{_SINGLE_STATEMENTS: True}))
+        engine = self.engine if transaction else self._single_statements
+        return _run_on(engine, work, transaction)
 
     async def dispose(self) -> None:
         """Close the connection and stop the thread (once: services may be closed twice)."""
@@ -103,25 +102,29 @@ class Engines:
     bookkeeping: AsyncEngine | None = None
     writer: SQLiteWriter | None = None
 
-    async def transaction(self, work: Work[T]) -> T:
-        """Run ``work`` in one write transaction."""
+    async def transaction(self, work: Work[T], *, one_statement: Work[T | None] | None = None) -> T:
+        """Run ``work`` in one write transaction. ``one_statement`` is the same write for
+        PostgreSQL as single statements, each atomic by itself (a data-modifying CTE makes
+        one of several rows): it runs there instead, with no transaction around it, and
+        ``work`` only when it declines (returns None)."""
         if self.writer is not None:
             return await self.writer.run(work, transaction=True)
-        async with self.writes.begin() as connection:
-            return await connection.run_sync(work)
+        if one_statement is not None and self.dialect == "postgresql":
+            done = await self.statement(one_statement)
+            if done is not None:
+                return done
+        return await run_sync(self.writes, work, transaction=True)
 
     async def statement(self, work: Work[T]) -> T:
         """Run ``work``'s statements each as a transaction of its own (one INSERT of several
         rows is atomic): no BEGIN and COMMIT round trips around them."""
         if self.writer is not None:
             return await self.writer.run(work, transaction=False)
-        async with self._single_statements.connect() as connection:
-            return await connection.run_sync(work)
+        return await run_sync(self._single_statements, work)
 
     @functools.cached_property
     def _single_statements(self) -> AsyncEngine:
-        # built once: an engine with options of its own takes ~0.35 ms to build (its event
-        # listeners), a third of a journal write on PostgreSQL (profiled, 2026-12-01)
+        # speed device: see bench/README.md, "single-statement engine built once"
         return single_statements(self.writes)
 
     @property
@@ -145,6 +148,23 @@ class Engines:
             await self.writer.dispose()
 
 
+# speed device: see bench/README.md, "one bridge pass a write"
+async def run_sync(engine: AsyncEngine, work: Work[T], *, transaction: bool = False) -> T:
+    """``work`` on a connection of ``engine`` (in a transaction when ``transaction``): the
+    connection is drawn, used and given back in one pass through SQLAlchemy's bridge for
+    synchronous code (greenlet_spawn, as ``AsyncConnection.run_sync`` does), where
+    ``AsyncConnection`` makes a pass for each of the three."""
+    return await greenlet_spawn(_run_on, engine.sync_engine, work, transaction)
+
+
+def _run_on(engine: sqlalchemy.Engine, work: Work[T], transaction: bool) -> T:
+    if transaction:
+        with engine.begin() as connection:
+            return work(connection)
+    with engine.connect() as connection:
+        return work(connection)
+
+
 def create_engines(database_url: str) -> Engines:
     """The engines for ``sqlite:///...`` or ``postgresql://...`` (the async driver is chosen)."""
     url = async_database_url(database_url)
@@ -152,8 +172,8 @@ def create_engines(database_url: str) -> Engines:
         engine = create_async_engine(url, pool_size=10, max_overflow=20)
         # who holds a channel, and leases: a commit there need not wait for the disk (a
         # database crash loses at most the last ~0.6 s of them, and every one can be done
-        # again: a lease runs out, a job resumes from its journal). Taking a channel and
-        # leaving it: 1.9 -> 1.2 ms (median of 6 runs alternated, 2026-12-01)
+        # again: a lease runs out, a job resumes from its journal).
+        # speed device: see bench/README.md, "ledger without waiting for the disk"
         # Its statements are idempotent, so its pool pings nothing: a statement that finds
         # its connection ended is tried again on a new one (bot.jobs.postgres._on_ledger).
         asynchronous = {"server_settings": {"synchronous_commit": "off"}}
@@ -176,6 +196,7 @@ def create_engine(database_url: str) -> AsyncEngine:
     return create_engines(database_url).writes
 
 
+# speed device: see bench/README.md, "one-query ping"
 def _ping(
     dbapi_connection: AdaptedConnection, _record: ConnectionPoolEntry, _proxy: PoolProxiedConnection
 ) -> None:
@@ -183,10 +204,8 @@ def _ping(
     idle timeout) ended is replaced, and the pool with it, instead of failing the turn that
     draws it. SQLAlchemy's own pre-ping for asyncpg is three round trips (BEGIN, a query,
     ROLLBACK, for PgBouncer's transaction mode); this is one simple-protocol query, which
-    PgBouncer serves whole. With the ledger's pool pinging nothing (create_engines): a turn
-    9.1 -> 7.1 and 9.8 -> 8.0 ms (product-locked, two runs alternating both in one process,
-    2026-12-01). Checking asyncpg's is_closed() instead costs nothing but misses a
-    connection ended a moment ago (tried: the restart test failed)."""
+    PgBouncer serves whole; the ledger's pool pings nothing (create_engines). asyncpg's
+    is_closed() would cost nothing but misses a connection ended a moment ago."""
     try:
         await_only(dbapi_connection.driver_connection.execute("SELECT 1"))
     except Exception as exc:  # the connection is unusable, whatever the reason

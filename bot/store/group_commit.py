@@ -1,6 +1,6 @@
 """Group commit: writes submitted while one is under way go to the database together, in
 one trip, when it is done. A lone write goes at once; a burst costs a few trips, not one a
-write (the figures: where it is used, bot.jobs.inbox and bot.store.turns)."""
+write (its figures: bench/README.md, "group commit")."""
 
 from __future__ import annotations
 

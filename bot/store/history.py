@@ -177,7 +177,6 @@ class HistoryStore:
     @store_errors
     async def delete_channel(self, channel_id: str) -> int:
         """Forget one session; returns how many messages were deleted."""
-        self.windows.forget(channel_id)
 
         def work(connection: Connection) -> int:
             deleted = connection.execute(
@@ -191,13 +190,12 @@ class HistoryStore:
             connection.execute(delete(SummaryRow).where(SummaryRow.channel_id == channel_id))
             return deleted.rowcount or 0
 
-        return await self.engines.transaction(work)
+        return await self.windows.changing(channel_id, self.engines.transaction(work))
 
     @store_errors
     async def delete_slack_message(self, channel_id: str, slack_ts: str) -> int:
         """A message deleted in Slack is deleted here too, and so are the summaries that
         cover it."""
-        self.windows.forget(channel_id)
         statement = delete(MessageRow).where(
             MessageRow.channel_id == channel_id, MessageRow.slack_ts == slack_ts
         )
@@ -206,7 +204,7 @@ class HistoryStore:
             drop_stale(connection, channel_id, _ids_of(connection, channel_id, slack_ts))
             return connection.execute(statement).rowcount or 0
 
-        return await self.engines.transaction(work)
+        return await self.windows.changing(channel_id, self.engines.transaction(work))
 
     @store_errors
     async def edit_slack_message(
@@ -215,7 +213,6 @@ class HistoryStore:
         """A person's message edited in Slack reads as edited here too (one that shows a
         thread's messages is rewritten whole: ThreadStore.rewrite), and the summaries that
         cover it are dropped."""
-        self.windows.forget(channel_id)
         statement = (
             update(MessageRow)
             .where(
@@ -231,12 +228,11 @@ class HistoryStore:
             drop_stale(connection, channel_id, _ids_of(connection, channel_id, slack_ts))
             return connection.execute(statement).rowcount or 0
 
-        return await self.engines.transaction(work)
+        return await self.windows.changing(channel_id, self.engines.transaction(work))
 
     @store_errors
     async def purge(self, older_than: datetime) -> int:
         """Retention: delete messages created before ``older_than``, and turns left empty."""
-        self.windows.forget()
 
         def work(connection: Connection) -> int:
             deleted = connection.execute(
@@ -258,7 +254,7 @@ class HistoryStore:
             )
             return deleted.rowcount or 0
 
-        return await self.engines.transaction(work)
+        return await self.windows.changing(None, self.engines.transaction(work))
 
     async def ping(self) -> bool:
         """Whether the database answers (the health check)."""

@@ -4,6 +4,7 @@ ORM's bulk-statement handling is of no use to them."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +13,7 @@ from sqlalchemy import Connection, bindparam, insert, select, update
 
 from bot.messages import Message, Outcome, utcnow
 from bot.store.models import MessageRow, TurnRow
-from bot.store.window import Window, storable
+from bot.store.window import SPAN, Window, span, storable
 from bot.turn import TurnState
 
 TURNS = TurnRow.__table__
@@ -168,43 +169,69 @@ def finished(record: TurnState) -> dict[str, Any]:
 
 
 # -- PostgreSQL: a turn's writes, each ONE statement with no transaction around it ----------
+# speed device: see bench/README.md, "one-statement turn writes"
 # A data-modifying statement can be a CTE of another there (SQLite has no such thing), so
-# the turn's row goes in with the person's message, and its outcome with its last
-# messages; each statement is atomic by itself, and BEGIN and COMMIT are two round trips
-# less each. A turn (product-locked): 7.1 -> 5.6 and 8.0 -> 6.5 ms (two runs alternating
-# both in one process, 2026-12-01).
+# the turn's row goes in with the person's message (checking the kept window in the same
+# statement), and its outcome with its last messages; each statement is atomic by itself.
+# A statement's columns are the keys of the rows it is given (message_rows, new_turn,
+# finished): it is built once for each set of them.
 
-#: a message row's columns, as message_rows gives them
-_STORED = (
-    "channel_id",
-    "position",
-    "turn_id",
-    "role",
-    "content",
-    "tool_calls",
-    "tool_call_id",
-    "tool_name",
-    "user_id",
-    "slack_ts",
-    "tokens",
-    "created_at",
-    "context",
-)
-#: the columns new_turn and finished set
-_NEW = ("channel_id", "user_id", "slack_ts", "outcome", "tools_called", "model", "api_mode")
-_FINISHED = (
-    "rounds",
-    "tools_called",
-    "outcome",
-    "input_tokens",
-    "output_tokens",
-    "latency_ms",
-    "model",
-    "api_mode",
-    "error",
-    "state",
-    "finished_at",
-)
+
+def insert_begun(
+    connection: Connection, record: TurnState, channel_id: str, window: Window, user: Message
+) -> tuple[OpenTurn, Message]:
+    """A running turn and the person's message after ``window`` (the channel's, just read)."""
+    begun = _insert_begun(connection, record, channel_id, window, user, checked=False)
+    assert begun is not None  # an unchecked INSERT always inserts
+    return begun
+
+
+def insert_begun_unchanged(
+    connection: Connection, record: TurnState, channel_id: str, kept: Window, user: Message
+) -> tuple[OpenTurn, Message] | None:
+    """``insert_begun`` after the ``kept`` window, if the channel's rows are still exactly
+    its own (bot.store.window.span); None, and nothing stored, when they are not."""
+    return _insert_begun(connection, record, channel_id, kept, user, checked=True)
+
+
+def _insert_begun(
+    connection: Connection,
+    record: TurnState,
+    channel_id: str,
+    window: Window,
+    user: Message,
+    checked: bool,
+) -> tuple[OpenTurn, Message] | None:
+    turn = OpenTurn(0, channel_id, window.newest)
+    if not checked:
+        find_position(connection, turn)
+    (stored,), (row,) = message_rows(turn, [user])
+    values = new_turn(record)
+    params = _prefixed("t_", values) | _prefixed("m_", row)
+    if checked:
+        expected = span(window)
+        params |= {"channel": channel_id, "oldest": expected.pop("oldest")}
+        params |= _prefixed("w_", expected)
+    statement = _begun_statement(tuple(values), tuple(row), checked)
+    inserted = connection.execute(statement, params).first()
+    if inserted is None:
+        return None
+    message_id, turn.id = inserted
+    return turn, stored.with_(id=message_id, turn_id=turn.id)
+
+
+def append_finishing(
+    connection: Connection, turn: OpenTurn, messages: Sequence[Message], values: dict[str, Any]
+) -> list[Message]:
+    """Insert ``messages`` and set the turn's ``values`` (``finished``), in one statement."""
+    finishing = _prefixed("t_", values) | {"turn": turn.id}
+    if not messages:
+        connection.execute(_finish_statement(tuple(values)), finishing)
+        return []
+    stored, rows = message_rows(turn, messages)
+    params = [_prefixed("m_", row) | finishing for row in rows]
+    statement = _finishing_statement(tuple(values), tuple(rows[0]))
+    return with_ids(stored, rows, connection.execute(statement, params).all())
 
 
 def _bound(prefix: str, names: Sequence[str], table: Any) -> dict[str, Any]:
@@ -216,47 +243,39 @@ def _prefixed(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
     return {prefix + name: value for name, value in values.items()}
 
 
-_BEGUN = (
-    insert(TURNS)
-    .values(_bound("t_", (*_NEW, "started_at"), TURNS))
-    .returning(TURNS.c.id)
-    .cte("begun")
-)
-_MESSAGE_OF_BEGUN = _bound("m_", _STORED, MESSAGES) | {"turn_id": _BEGUN.c.id}
-INSERT_BEGUN = (
-    insert(MESSAGES)
-    .from_select(list(_STORED), select(*(_MESSAGE_OF_BEGUN[name] for name in _STORED)))
-    .returning(MESSAGES.c.id, MESSAGES.c.turn_id)
-)
-_FINISH_TURN = UPDATE_TURN.values(_bound("t_", _FINISHED, TURNS))
-_INSERT_FINISHING = (
-    insert(MESSAGES)
-    .values(_bound("m_", _STORED, MESSAGES))
-    .returning(MESSAGES.c.channel_id, MESSAGES.c.position, MESSAGES.c.id)
-    .add_cte(_FINISH_TURN.cte("finishing"))
-)
+@functools.cache
+def _begun_statement(turn: tuple[str, ...], message: tuple[str, ...], checked: bool) -> Any:
+    """INSERT of a turn's row (``turn``: its columns) and of its person's message; when
+    ``checked``, only where the channel's SPAN is the kept window's (w_ parameters)."""
+    values = select(*_bound("t_", turn, TURNS).values())
+    if checked:
+        seen = SPAN.cte("span")
+        values = values.where(
+            seen.c.count == bindparam("w_count"),
+            seen.c.highest.is_not_distinct_from(bindparam("w_highest", type_=MESSAGES.c.id.type)),
+            seen.c.edited.is_not_distinct_from(
+                bindparam("w_edited", type_=MESSAGES.c.edited_at.type)
+            ),
+        )
+    begun = insert(TURNS).from_select(list(turn), values).returning(TURNS.c.id).cte("begun")
+    columns = _bound("m_", message, MESSAGES) | {"turn_id": begun.c.id}
+    return (
+        insert(MESSAGES)
+        .from_select(list(message), select(*(columns[name] for name in message)))
+        .returning(MESSAGES.c.id, MESSAGES.c.turn_id)
+    )
 
 
-def insert_begun(
-    connection: Connection, record: TurnState, channel_id: str, after: int | None, user: Message
-) -> tuple[OpenTurn, Message]:
-    """A running turn and the person's message after position ``after``, in one statement."""
-    turn = OpenTurn(0, channel_id, after)
-    find_position(connection, turn)
-    (stored,), (row,) = message_rows(turn, [user])
-    params = _prefixed("t_", new_turn(record)) | _prefixed("m_", row)
-    message_id, turn.id = connection.execute(INSERT_BEGUN, params).one()
-    return turn, stored.with_(id=message_id, turn_id=turn.id)
+@functools.cache
+def _finish_statement(turn: tuple[str, ...]) -> Any:
+    return UPDATE_TURN.values(_bound("t_", turn, TURNS))
 
 
-def append_finishing(
-    connection: Connection, turn: OpenTurn, messages: Sequence[Message], values: dict[str, Any]
-) -> list[Message]:
-    """Insert ``messages`` and set the turn's ``values`` (``finished``), in one statement."""
-    finishing = _prefixed("t_", values) | {"turn": turn.id}
-    if not messages:
-        connection.execute(_FINISH_TURN, finishing)
-        return []
-    stored, rows = message_rows(turn, messages)
-    params = [_prefixed("m_", row) | finishing for row in rows]
-    return with_ids(stored, rows, connection.execute(_INSERT_FINISHING, params).all())
+@functools.cache
+def _finishing_statement(turn: tuple[str, ...], message: tuple[str, ...]) -> Any:
+    return (
+        insert(MESSAGES)
+        .values(_bound("m_", message, MESSAGES))
+        .returning(MESSAGES.c.channel_id, MESSAGES.c.position, MESSAGES.c.id)
+        .add_cte(_finish_statement(turn).cte("finishing"))
+    )

@@ -65,7 +65,6 @@ class ThreadStore:
     async def rewrite(self, channel_id: str, message: Message) -> None:
         """A question's context (or its own text) changed in Slack: its content, context
         and tokens are ``message``'s from now on; the summaries that cover it are dropped."""
-        self.windows.forget(channel_id)
         statement = (
             update(MessageRow)
             .where(MessageRow.id == message.id, MessageRow.channel_id == channel_id)
@@ -82,7 +81,7 @@ class ThreadStore:
             drop_stale(connection, channel_id, [message.id] if message.id is not None else [])
             connection.execute(statement)
 
-        await self.engines.transaction(work)
+        await self.windows.changing(channel_id, self.engines.transaction(work))
 
     @store_errors
     async def answered(self, channel_id: str, thread_ts: str, user_id: str) -> None:

@@ -40,6 +40,7 @@ from bot.store.journal import (
     close_journal,
     finished,
     insert_begun,
+    insert_begun_unchanged,
     new_turn,
 )
 from bot.store.window import BEYOND_POSITIONS as BEYOND
@@ -68,7 +69,6 @@ class TurnStore:
         short and nobody resumed it: it is marked interrupted, and calls of its that never got
         a result get ``unanswered`` (if given) as theirs."""
         channel_id, user = state.channel_id, state.messages[0]
-        deletions = self.windows.deletions
         kept = self.windows.take_out(channel_id)
 
         def work(connection: Connection) -> tuple[Window, OpenTurn, Message]:
@@ -81,25 +81,24 @@ class TurnStore:
             return window, turn, stored
 
         def in_one(connection: Connection) -> tuple[Window, OpenTurn, Message] | None:
-            # PostgreSQL (see bot.store.journal): the window read, then one statement.
-            # The channel is held, so only a deletion can come between the two, as it can
-            # between two statements of a READ COMMITTED transaction (the deletion drops
-            # the kept window). A channel with a turn cut short needs a transaction (None:
-            # run ``work``)
-            window = window_of(connection, channel_id, budget, kept)
+            # PostgreSQL (see bot.store.journal): one statement that checks the kept window
+            # and stores the turn; else the window read, then one statement. The channel is
+            # held, so only a deletion can come between the two, as it can between two
+            # statements of a READ COMMITTED transaction (the deletion drops the kept
+            # window). A channel with a turn cut short needs a transaction (None: ``work``)
+            if kept is not None and kept.budget == budget and not _cut_short(kept):
+                begun = insert_begun_unchanged(connection, state, channel_id, kept, user)
+                if begun is not None:
+                    return (kept, *begun)
+            window = read_window(connection, channel_id, budget)
             if _cut_short(window):
                 return None
-            return (window, *insert_begun(connection, state, channel_id, window.newest, user))
+            return (window, *insert_begun(connection, state, channel_id, window, user))
 
-        begun: tuple[Window, OpenTurn, Message] | None = None
-        if self.engines.dialect == "postgresql":
-            begun = await self.engines.statement(in_one)
-        if begun is None:
-            begun = await self.engines.transaction(work)
-        window, turn, stored = begun
+        window, turn, stored = await self.engines.transaction(work, one_statement=in_one)
         state.history = list(window.messages)
         window.extend(window.newest, [stored])
-        self.windows.keep(channel_id, window, deletions)
+        self.windows.keep(channel_id, window)
         state.id, state.position = turn.id, turn.position
         state.messages[0], state.saved = stored, 1
 
@@ -109,20 +108,15 @@ class TurnStore:
         the results of the round before) in one statement: its journal.
 
         The journals of turns that come while one is being written go in together, in one
-        statement (group commit): a burst's tool rounds journal at once. 200 mentions at
-        once under bench/slack_load.py (SQLite), the wait in a tool round beyond the
-        model's latency, p50 of 3 runs alternated: 0.13, 0.15, 0.22 -> 0.09, 0.10, 0.11 s
-        (2026-12-01); with the inbox's notes and ends written together too (bot.jobs.inbox):
-        0.14, 0.16, 0.13 -> 0.03, 0.03, 0.03 s, all answered 1.74, 1.51, 1.71 -> 1.50, 1.51,
-        1.57x the ideal."""
+        statement (group commit): a burst's tool rounds journal at once."""
+        # speed device: see bench/README.md, "group commit"
         messages = state.unsaved
         if not messages:
             return
-        deletions = self.windows.deletions
         turn = _open(state)
         after = turn.position
         stored = await self._journaling.submit((turn, messages))
-        self.windows.extend(turn.channel_id, after, stored, deletions)
+        self.windows.extend(turn.channel_id, after, stored)
         _saved(state, turn, stored)
 
     async def _journal_all(
@@ -149,10 +143,8 @@ class TurnStore:
     @store_errors
     async def finish(self, state: TurnState) -> None:
         """Store the turn's messages not stored yet and where it stands, in one transaction."""
-        deletions = self.windows.deletions
         turn, messages = _open(state), state.unsaved
         after = turn.position
-
         values = finished(state)
 
         def work(connection: Connection) -> list[Message]:
@@ -163,11 +155,8 @@ class TurnStore:
         def in_one(connection: Connection) -> list[Message]:  # PostgreSQL: bot.store.journal
             return append_finishing(connection, turn, messages, values)
 
-        if self.engines.dialect == "postgresql":
-            stored = await self.engines.statement(in_one)
-        else:
-            stored = await self.engines.transaction(work)
-        self.windows.extend(turn.channel_id, after, stored, deletions)
+        stored = await self.engines.transaction(work, one_statement=in_one)
+        self.windows.extend(turn.channel_id, after, stored)
         _saved(state, turn, stored)
 
     @store_errors

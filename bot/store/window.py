@@ -1,23 +1,25 @@
 """A channel's window: its newest stored messages within a token budget, read newest first,
 and kept in memory between the turns of a process.
 
-Keeping the window spares reading and decoding a few hundred rows every turn (a turn
-through the store, histbench at 10,000 stored messages, two runs, each interleaving both
-in one process, 2026-12-01: SQLite 4.2 -> 2.2 and 4.2 -> 2.0 ms, PostgreSQL 5.5 -> 4.0 and
-5.6 -> 4.0 ms); before it is used, one indexed statement checks that the channel's rows
-from the window's oldest on are still exactly the window's.
+A kept window spares reading and decoding a few hundred rows every turn; before it is used,
+one indexed statement checks that the channel's rows from its oldest on are still exactly
+its own (``SPAN``).
 """
+
+# speed device: see bench/README.md, "window cache"
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, bindparam, func, select
 
 from bot.messages import Message, ToolCall
 from bot.store.models import MessageRow
+
+T = TypeVar("T")
 
 #: rows read per page when filling the window, newest first
 PAGE = 500
@@ -44,9 +46,12 @@ _PAGE = (
     .order_by(_MESSAGES.c.position.desc())
     .limit(PAGE)
 )
-_SPAN = select(func.count(), func.max(_MESSAGES.c.id), func.max(_MESSAGES.c.edited_at)).where(
-    _MESSAGES.c.channel_id == bindparam("channel"), _MESSAGES.c.position >= bindparam("oldest")
-)
+#: what a kept window is checked against: the channel's rows from its oldest on (see span)
+SPAN = select(
+    func.count().label("count"),
+    func.max(_MESSAGES.c.id).label("highest"),
+    func.max(_MESSAGES.c.edited_at).label("edited"),
+).where(_MESSAGES.c.channel_id == bindparam("channel"), _MESSAGES.c.position >= bindparam("oldest"))
 
 
 class Window:
@@ -131,62 +136,80 @@ def window_of(connection: Connection, channel_id: str, budget: int, kept: Window
 
 
 class Windows:
-    """The windows a process keeps, by channel, least recently used first. Each is taken
-    out while a transaction uses it and put back after the commit; a deletion anywhere
-    drops it (SQLite may reuse the highest id, so a deleted row could look unchanged).
-    Used on the event loop's thread only."""
+    """The windows a process keeps, by channel, least recently used first. A window is taken
+    out while a turn's write uses it and put back after; a change made from outside a turn
+    (``forget``) drops the channel's, and a window taken out before it is not put back
+    (SQLite may reuse the highest id, so a deleted row could look unchanged). Used on the
+    event loop's thread only."""
 
     def __init__(self) -> None:
         self._kept: dict[str, Window] = {}
-        #: counts deletions, so a window taken out before one is not put back after it
-        self.deletions = 0
+        #: channels whose window was taken out and not forgotten since (oldest first)
+        self._out: dict[str, None] = {}
 
     def take_out(self, channel_id: str) -> Window | None:
         """The window kept for the channel, if any, now out of the keeping (see window_of)."""
+        self._out[channel_id] = None
+        if len(self._out) > KEPT:  # a write that failed never put its window back
+            del self._out[next(iter(self._out))]
         return self._kept.pop(channel_id, None)
 
-    def keep(self, channel_id: str, window: Window, deletions: int) -> None:
-        """Keep ``window`` for the channel's next turn, unless a deletion ran since it was
-        taken out (``deletions``: the count then)."""
-        if deletions != self.deletions:
-            return
-        self._kept[channel_id] = window
-        if len(self._kept) > KEPT:
-            del self._kept[next(iter(self._kept))]
+    def keep(self, channel_id: str, window: Window) -> None:
+        """Keep ``window`` for the channel's next turn, unless the channel was forgotten
+        since its window was taken out."""
+        if self._out.pop(channel_id, False) is None:
+            self._put(channel_id, window)
 
-    def extend(
-        self, channel_id: str, after: int | None, stored: Sequence[Message], deletions: int
-    ) -> None:
+    def extend(self, channel_id: str, after: int | None, stored: Sequence[Message]) -> None:
         """After messages were stored after position ``after``: the channel's kept window
         takes them, or is dropped when it does not end there."""
         window = self._kept.pop(channel_id, None)
         if window is not None and window.extend(after, stored):
-            self.keep(channel_id, window, deletions)
+            self._put(channel_id, window)
+
+    async def changing(self, channel_id: str | None, change: Awaitable[T]) -> T:
+        """Await ``change``, made to the messages of ``channel_id`` (None: of any) from
+        outside a turn, then forget their windows, whether it succeeded or not."""
+        try:
+            return await change
+        finally:
+            self.forget(channel_id)
 
     def forget(self, channel_id: str | None = None) -> None:
-        """Before a deletion: drop the kept window of ``channel_id`` (None: of all)."""
-        self.deletions += 1
+        """After a change made from outside a turn (a deletion, an edit): drop the kept
+        window of ``channel_id`` (None: of all), and any taken out."""
         if channel_id is None:
             self._kept.clear()
+            self._out.clear()
         else:
             self._kept.pop(channel_id, None)
+            self._out.pop(channel_id, None)
+
+    def _put(self, channel_id: str, window: Window) -> None:
+        self._kept[channel_id] = window
+        if len(self._kept) > KEPT:
+            del self._kept[next(iter(self._kept))]
+
+
+def span(window: Window) -> dict[str, Any]:
+    """What SPAN gives for the window's channel while its rows are exactly the window's, and
+    SPAN's parameters: a row added since has a higher id, a row deleted lowers the count, a
+    row edited since has the latest ``edited_at``."""
+    # a window holds stored messages: each has its id
+    ids = [message.id for message in window.messages if message.id is not None]
+    return {
+        "oldest": window.positions[0] if window.positions else 0,
+        "count": len(window.messages),
+        "highest": max(ids, default=None),
+        "edited": window.edited,
+    }
 
 
 def _unchanged(connection: Connection, channel_id: str, window: Window) -> bool:
-    """Whether the channel's rows from the window's oldest on are exactly the window's. A
-    row added since has a higher id; a row deleted lowers the count; a row edited since has
-    the latest ``edited_at``."""
-    oldest = window.positions[0] if window.positions else 0
-    count, highest, edited = connection.execute(
-        _SPAN, {"channel": channel_id, "oldest": oldest}
-    ).one()
-    # a window holds stored messages: each has its id
-    ids = [message.id for message in window.messages if message.id is not None]
-    return bool(
-        count == len(window.messages)
-        and highest == max(ids, default=None)
-        and edited == window.edited
-    )
+    """Whether the channel's rows from the window's oldest on are exactly the window's."""
+    expected = span(window)
+    found = connection.execute(SPAN, {"channel": channel_id, "oldest": expected["oldest"]}).one()
+    return tuple(found) == (expected["count"], expected["highest"], expected["edited"])
 
 
 def storable(text: str | None) -> str | None:

@@ -23,8 +23,8 @@ def mcp_servers(
     servers = load_servers(config)
     if not servers:
         return None
-    # importing the SDK costs 1.3-1.6 s here (python -X importtime): only a bot with MCP
-    # servers pays for it
+    # importing the SDK takes seconds: only a bot with MCP servers pays for it
+    # speed device: see bench/README.md, "MCP SDK imported on demand"
     from bot.tools.mcp.servers import McpServers
 
     source = McpServers(registry, servers, call_timeout_s=call_timeout_s)
