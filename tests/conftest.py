@@ -29,8 +29,10 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto`` (pyproject's addopts): two workers a core, since the tests spend most of
-    their time waiting (on the fakes, Slack's pacing, the bot's timeouts), not computing."""
-    return 2 * (os.cpu_count() or 1)
+    their time waiting (on the fakes, Slack's pacing, the bot's timeouts), not computing;
+    one a core with PostgreSQL, whose tests' bot processes and pools would otherwise pass
+    the server's 100 connections and load the machine past the tests' deadlines."""
+    return (1 if POSTGRES_URL else 2) * (os.cpu_count() or 1)
 
 
 def postgres_database() -> Iterator[str]:
