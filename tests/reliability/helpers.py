@@ -15,12 +15,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.messages import Message
 from bot.store.db import create_engine
 from bot.store.history import HistoryStore
 from bot.turn import TurnState
 from tests.cli.helpers import _SCRUBBED_PREFIXES
 from tests.fakes.openai_server import FakeOpenAI, Request
+
+#: for the tests that start several ``bot`` processes at once: one worker runs them one after
+#: another, since side by side they would load the two cores (and take PostgreSQL's
+#: connections) past the deadlines they check, such as Slack's 3 s for an ack
+MANY_PROCESSES = pytest.mark.xdist_group("many_processes")
 
 JIRA_EMAIL = "bot@example.com"
 #: the Jira token: it must never show in output, stored history or a model request

@@ -30,6 +30,7 @@ from tests.fakes.openai_server import FakeOpenAI, Hang, Reply, Request, ToolUse
 from tests.reliability.helpers import (
     JIRA_EMAIL,
     JIRA_TOKEN,
+    MANY_PROCESSES,
     assert_paired,
     bot_env,
     finish,
@@ -39,6 +40,8 @@ from tests.reliability.helpers import (
     stored,
     wait_for,
 )
+
+pytestmark = MANY_PROCESSES
 
 
 @pytest.fixture

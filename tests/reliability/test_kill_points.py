@@ -43,6 +43,7 @@ from tests.fakes.slack_server import FakeSlack
 from tests.reliability.helpers import (
     JIRA_EMAIL,
     JIRA_TOKEN,
+    MANY_PROCESSES,
     assert_paired,
     bot_env,
     finish,
@@ -54,6 +55,8 @@ from tests.reliability.helpers import (
 )
 from tests.scenarios.slack.conftest import Clock, mention
 from tests.scenarios.slack.test_processes import BotProcess, process_settings
+
+pytestmark = MANY_PROCESSES
 
 HANG_S = 60
 

@@ -15,7 +15,9 @@ from bot.store.migrate import head_revision
 from tests import postgres
 from tests.cli.helpers import run_bot
 from tests.conftest import POSTGRES_URL
-from tests.reliability.helpers import finish, popen_bot
+from tests.reliability.helpers import MANY_PROCESSES, finish, popen_bot
+
+pytestmark = MANY_PROCESSES
 
 STARTED_TOGETHER = 3
 

@@ -29,12 +29,12 @@ from bot.turn import TurnState
 from tests.conftest import postgres_database
 from tests.fakes.openai_server import FakeOpenAI, Hang, Reply, Request
 from tests.fakes.slack_server import FakeSlack, event_payload, signed_headers
-from tests.reliability.helpers import last_user_text, until
+from tests.reliability.helpers import MANY_PROCESSES, last_user_text, until
 from tests.scenarios.slack.conftest import BOT, SECRET, TOKEN, Clock, echo, mention, posts
 from tests.scenarios.slack.test_processes import BotProcess, process_settings
 
-# one worker runs every test here, so that the module's load run is made once
-pytestmark = [pytest.mark.postgres, pytest.mark.xdist_group("load_run")]
+# one worker runs every test here (MANY_PROCESSES), so the module's load run is made once
+pytestmark = [pytest.mark.postgres, MANY_PROCESSES]
 
 CHANNELS = 30
 PER_CHANNEL = 10  # 300 events

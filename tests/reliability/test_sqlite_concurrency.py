@@ -16,6 +16,7 @@ from bot.config import load_settings
 from bot.wiring import Services, build_services
 from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
 from tests.reliability.helpers import (
+    MANY_PROCESSES,
     assert_paired,
     bot_env,
     finish,
@@ -24,6 +25,8 @@ from tests.reliability.helpers import (
     read_session,
     until,
 )
+
+pytestmark = MANY_PROCESSES
 
 PROCESSES = ("P1", "P2", "P3")
 TURNS_PER_PROCESS = 4
