@@ -4,11 +4,11 @@ every store raises (StoreError).
 
 A store writes with plain synchronous SQLAlchemy Core functions, run by the engines:
 
-* PostgreSQL (asyncpg): through ``AsyncConnection.run_sync``, SQLAlchemy's bridge for
-  synchronous code, on one pool whose connections are pinged before use (``_ping``). A
-  connection broken by a server restart mid-statement fails that statement; the next
-  transaction draws a live connection. A write that can be single statements, each atomic
-  by itself, runs so, with no BEGIN and COMMIT around it (``one_statement``).
+* PostgreSQL (asyncpg): through SQLAlchemy's bridge for synchronous code (``run_sync``),
+  on one pool whose connections are pinged before use (``_ping``). A connection broken by
+  a server restart mid-statement fails that statement; the next transaction draws a live
+  connection. A write that can be single statements, each atomic by itself, runs so, with
+  no BEGIN and COMMIT around it (``one_statement``).
 * SQLite: SQLite has one writer, so a process has one writing connection, on a thread of
   its own (``SQLiteWriter``), and each transaction runs whole on it: one trip from the
   event loop, where aiosqlite makes three or four a statement. The connection is

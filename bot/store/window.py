@@ -157,7 +157,8 @@ class Windows:
     def keep(self, channel_id: str, window: Window) -> None:
         """Keep ``window`` for the channel's next turn, unless the channel was forgotten
         since its window was taken out."""
-        if self._out.pop(channel_id, False) is None:
+        if channel_id in self._out:
+            del self._out[channel_id]
             self._put(channel_id, window)
 
     def extend(self, channel_id: str, after: int | None, stored: Sequence[Message]) -> None:
