@@ -23,6 +23,7 @@ from bot.messages import (
     Feedback,
     Message,
     Outcome,
+    Summary,
     Usage,
     iso,
     parse_iso,
@@ -69,6 +70,8 @@ class TurnState:
     feedback: list[Feedback] = field(default_factory=list)
     #: its channel's own settings, as read when the turn began or was loaded (never saved)
     channel: ChannelSettings = field(default=NO_SETTINGS, repr=False)
+    #: its channel's newest summary of what fell out of the window, read with it (never saved)
+    summary: Summary | None = field(default=None, repr=False)
     #: the store's: the position of the channel's newest stored message
     position: int | None = field(default=None, repr=False)
 

@@ -7,7 +7,6 @@ at a time."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import time
@@ -103,7 +102,8 @@ class Conversations:
         self.approval_timeout = approval_timeout
         #: new turns a person may have (None: no limit)
         self.per_person = per_person
-        #: each channel's own settings (None: every channel has the bot's)
+        #: each channel's own settings, as the shells read and change them (a turn's own
+        #: are read with it, by the store)
         self.channels = channels
         #: the conversation around a question (none shown without it)
         self.threads = threads or Threads(ThreadStore(history.engines, history.windows), 0)
@@ -125,7 +125,6 @@ class Conversations:
                         incoming.channel_id, incoming.slack_ts, self.token_budget
                     )
                     if found is not None:
-                        await self._read_channel(found)
                         return await self._found_again(found, observer)
                 return await self._new(incoming, observer)
             except StoreError:
@@ -151,7 +150,6 @@ class Conversations:
                 if state is None:
                     return None
                 telemetry.turn_began(turn_id, state.channel_id)
-                await self._read_channel(state)
                 stopped = state.outcome
                 if resumed and stopped == Outcome.RUNNING:
                     return await self._go_on(state, observer)
@@ -224,11 +222,7 @@ class Conversations:
             api_mode=self.loop.model.api,
             messages=[user.with_(tokens=count_message(user))],
         )
-        # the channel's settings are read beside the turn's first write, not after it
-        await asyncio.gather(
-            self.turns.begin(state, self.token_budget, INTERRUPTED_RESULT),
-            self._read_channel(state),
-        )
+        await self.turns.begin(state, self.token_budget, INTERRUPTED_RESULT)
         telemetry.turn_began(state.id)
         # the files go to the model with this turn only (the stored question names them)
         state.messages[0] = state.messages[0].with_(attachments=incoming.attachments)
@@ -239,11 +233,6 @@ class Conversations:
             state.fail(refused)
             return await self._finish(state, observer, started)
         return await self._run(state, observer, started)
-
-    async def _read_channel(self, state: TurnState) -> None:
-        """The turn's channel's own settings, as they are now (one read)."""
-        if self.channels is not None:
-            state.channel = await self.channels.settings(state.channel_id)
 
     async def _found_again(self, found: TurnState, observer: TurnObserver) -> Reply:
         """The turn of a message taken on again: it goes on if it was cut short, else its

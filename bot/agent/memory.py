@@ -64,19 +64,21 @@ class Memory:
         return self.budget // 4
 
     async def history(self, state: TurnState) -> list[Message]:
-        """What the turn's request carries before the turn: the channel's summary (made
-        now when enough fell out of the window) and the newest stored turns after it, within
-        the budget together. The window alone when the database fails."""
+        """What the turn's request carries before the turn: the channel's summary (read
+        with the turn, or made now when enough fell out of the window) and the newest
+        stored turns after it, within the budget together. The window alone when the
+        database fails."""
         try:
-            return await self._remembered(state.channel_id, state.history)
+            return await self._remembered(state.channel_id, state.summary, state.history)
         except StoreError:
             log.warning("summaries of %s could not be read or stored", state.channel_id)
             return select_window(state.history, self.budget)
 
-    async def _remembered(self, channel_id: str, history: Sequence[Message]) -> list[Message]:
+    async def _remembered(
+        self, channel_id: str, summary: Summary | None, history: Sequence[Message]
+    ) -> list[Message]:
         if self.budget <= 0:  # no history at all: nothing to summarise either
             return []
-        summary = await self.store.latest(channel_id)
         tail = _after(history, summary)
         held = summary.tokens if summary is not None else 0
         if held + sum(m.tokens for m in tail) > self.budget:

@@ -15,6 +15,7 @@ from bot.store.db import Engines, store_errors
 from bot.store.history import message_from
 from bot.store.models import MessageRow, SummaryRow
 
+SUMMARIES = SummaryRow.__table__
 #: most stored messages one summary is made of (the newest, when more fell out)
 FALLEN_ROWS = 500
 
@@ -25,20 +26,6 @@ class SummaryStore:
 
     def __init__(self, engines: Engines | AsyncEngine) -> None:
         self.engines = Engines.of(engines)
-
-    @store_errors
-    async def latest(self, channel_id: str) -> Summary | None:
-        """The channel's newest summary (it covers the older ones), if any."""
-        async with self.engines.reads.connect() as connection:
-            row = (
-                await connection.execute(
-                    select(SummaryRow.__table__)
-                    .where(SummaryRow.channel_id == channel_id)
-                    .order_by(SummaryRow.last_message_id.desc(), SummaryRow.id.desc())
-                    .limit(1)
-                )
-            ).first()
-        return summary_from(row) if row is not None else None
 
     @store_errors
     async def summaries(self, channel_id: str) -> list[Summary]:

@@ -18,11 +18,13 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, literal_column, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.messages import Decision, Message, Outcome, utcnow
+from bot.channels import ChannelSettings
+from bot.messages import Decision, Message, Outcome, Summary, utcnow
+from bot.store.channels import SETTINGS
 from bot.store.db import Engines, store_errors
 from bot.store.group_commit import GroupCommit
 from bot.store.history import message_from, turn_from
@@ -43,6 +45,7 @@ from bot.store.journal import (
     insert_begun_unchanged,
     new_turn,
 )
+from bot.store.summaries import SUMMARIES, summary_from
 from bot.store.window import BEYOND_POSITIONS as BEYOND
 from bot.store.window import Window, Windows, read_window, window_of
 from bot.turn import TurnState
@@ -64,23 +67,24 @@ class TurnStore:
     @store_errors
     async def begin(self, state: TurnState, budget: int, unanswered: str | None = None) -> None:
         """Store a new turn (running) and its question (``state.messages[0]``), after reading
-        the channel's recent history within ``budget`` into ``state.history`` (one
-        transaction: this runs every turn). A turn of the channel still marked running was cut
-        short and nobody resumed it: it is marked interrupted, and calls of its that never got
-        a result get ``unanswered`` (if given) as theirs."""
+        the channel's recent history within ``budget`` into ``state.history``, and its
+        settings and newest summary (one transaction: this runs every turn). A turn of the
+        channel still marked running was cut short and nobody resumed it: it is marked
+        interrupted, and calls of its that never got a result get ``unanswered`` (if given)
+        as theirs."""
         channel_id, user = state.channel_id, state.messages[0]
         kept = self.windows.take_out(channel_id)
 
-        def work(connection: Connection) -> tuple[Window, OpenTurn, Message]:
+        def work(connection: Connection) -> tuple[Window, OpenTurn, Message, Standing]:
             window = window_of(connection, channel_id, budget, kept)
             _interrupted(connection, channel_id, window, unanswered)
             turn_id = connection.scalar(INSERT_TURN, new_turn(state))
             assert turn_id is not None
             turn = OpenTurn(turn_id, channel_id, window.newest)
             (stored,) = append(connection, turn, [user])
-            return window, turn, stored
+            return window, turn, stored, _standing(connection, channel_id)
 
-        def in_one(connection: Connection) -> tuple[Window, OpenTurn, Message] | None:
+        def in_one(connection: Connection) -> tuple[Window, OpenTurn, Message, Standing] | None:
             # PostgreSQL (see bot.store.journal): one statement that checks the kept window
             # and stores the turn; else the window read, then one statement. The channel is
             # held, so only a deletion can come between the two, as it can between two
@@ -89,13 +93,15 @@ class TurnStore:
             if kept is not None and kept.budget == budget and not _cut_short(kept):
                 begun = insert_begun_unchanged(connection, state, channel_id, kept, user)
                 if begun is not None:
-                    return (kept, *begun)
+                    return (kept, *begun, _standing(connection, channel_id))
             window = read_window(connection, channel_id, budget)
             if _cut_short(window):
                 return None
-            return (window, *insert_begun(connection, state, channel_id, window, user))
+            begun = insert_begun(connection, state, channel_id, window, user)
+            return (window, *begun, _standing(connection, channel_id))
 
-        window, turn, stored = await self.engines.transaction(work, one_statement=in_one)
+        window, turn, stored, standing = await self.engines.transaction(work, one_statement=in_one)
+        state.channel, state.summary = standing
         state.history = list(window.messages)
         window.extend(window.newest, [stored])
         self.windows.keep(channel_id, window)
@@ -185,7 +191,8 @@ class TurnStore:
     @store_errors
     async def load(self, turn_id: int, budget: int) -> TurnState | None:
         """A turn to go on with (stopped, or cut short by a crash): its row, its stored
-        messages (its journal) and the channel's history before it within ``budget``."""
+        messages (its journal), the channel's history before it within ``budget``, and the
+        channel's settings and newest summary as they are now."""
         return await self.engines.transaction(lambda c: _load(c, turn_id, budget))
 
     @store_errors
@@ -263,7 +270,36 @@ def _load(connection: Connection, turn_id: int, budget: int) -> TurnState | None
     before = rows[0].position if rows else BEYOND
     state.history = read_window(connection, row.channel_id, budget, before=before).messages
     state.position = connection.scalar(NEWEST_POSITION, {"channel": row.channel_id})
+    state.channel, state.summary = _standing(connection, row.channel_id)
     return state
+
+
+#: what a turn reads of its channel besides the history: its settings, its newest summary
+Standing = tuple[ChannelSettings, Summary | None]
+
+
+_NEWEST_SUMMARY = (
+    select(SUMMARIES.c.id)
+    .where(SUMMARIES.c.channel_id == bindparam("channel"))
+    .order_by(SUMMARIES.c.last_message_id.desc(), SUMMARIES.c.id.desc())
+    .limit(1)
+    .scalar_subquery()
+)
+_ONE_ROW = select(literal_column("1").label("one")).subquery("one")
+#: a channel's settings and its newest summary in one row (either may be NULL)
+STANDING = select(SETTINGS.c.settings, *SUMMARIES.c).select_from(
+    _ONE_ROW.outerjoin(SETTINGS, SETTINGS.c.channel_id == bindparam("channel")).outerjoin(
+        SUMMARIES, SUMMARIES.c.id == _NEWEST_SUMMARY
+    )
+)
+
+
+def _standing(connection: Connection, channel_id: str) -> Standing:
+    """The channel's own settings and newest summary, read in the turn's first transaction
+    by one statement (every turn reads them)."""
+    row = connection.execute(STANDING, {"channel": channel_id}).one()
+    summary = summary_from(row) if row.id is not None else None
+    return ChannelSettings.of(dict(row.settings or {})), summary
 
 
 def _open(state: TurnState) -> OpenTurn:
