@@ -15,7 +15,14 @@ from bot.slack.answer_file import FILE_NAME, NOTE
 from bot.slack.cards import FEEDBACK
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import MAX_TEXT, FakeSlack
-from tests.scenarios.slack.conftest import BOT, Clock, Database, mention, turn_finished
+from tests.scenarios.slack.conftest import (
+    BOT,
+    Clock,
+    Database,
+    RunningBot,
+    mention,
+    turn_finished,
+)
 
 #: about 200 KB of Markdown, in numbered paragraphs
 PARAGRAPHS = [f"Paragraph {n}: " + "every word of this answer matters. " * 40 for n in range(143)]
@@ -26,9 +33,16 @@ def numbers(text: str) -> list[int]:
     return [int(n) for n in re.findall(r"Paragraph (\d+):", text)]
 
 
-def replies(slack: FakeSlack, channel: str, ts: str) -> list[dict[str, Any]]:
-    """The bot's messages in the thread: posts, streams and the file's message."""
-    return [m for m in slack.thread(channel, ts) if m.get("user") == BOT]
+async def answered(
+    bot: RunningBot, slack: FakeSlack, model: FakeOpenAI, clock: Clock, answer: str
+) -> tuple[str, list[dict[str, Any]]]:
+    """Mention the bot in C1, the model answering ``answer``: the thread's ts, and the bot's
+    messages in it once the turn is over (posts, the stream, the file's message)."""
+    model.script(answer)
+    ts = clock.ts()
+    await bot.send(mention("C1", ts, "tell me everything"))
+    await slack.wait_for(turn_finished("C1", ts), timeout=40)
+    return ts, [m for m in slack.thread("C1", ts) if m.get("user") == BOT]
 
 
 async def test_a_200_kb_answer_is_its_first_part_and_the_whole_of_it_as_a_file(
@@ -36,13 +50,9 @@ async def test_a_200_kb_answer_is_its_first_part_and_the_whole_of_it_as_a_file(
 ) -> None:
     assert 190_000 <= len(LONG) <= 210_000
     bot = start_bot()
-    fake_openai.script(LONG)
-    ts = clock.ts()
 
-    await bot.send(mention("C1", ts, "tell me everything"))
-    await fake_slack.wait_for(turn_finished("C1", ts), timeout=20)
+    ts, shown = await answered(bot, fake_slack, fake_openai, clock, LONG)
 
-    shown = replies(fake_slack, "C1", ts)
     # the first part (one message), then the file with the line that says what it is
     first, shared = shown
     assert numbers(first["text"])[0] == 0 and len(first["text"]) <= MAX_TEXT
@@ -65,15 +75,11 @@ async def test_a_streamed_200_kb_answer_ends_its_stream_and_goes_on_in_a_file(
     start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
 ) -> None:
     bot = start_bot(STREAM_ANSWERS="on")
-    fake_openai.script(LONG)
-    ts = clock.ts()
 
-    await bot.send(mention("C1", ts, "tell me everything"))
-    await fake_slack.wait_for(turn_finished("C1", ts), timeout=30)
+    ts, (streamed, shared) = await answered(bot, fake_slack, fake_openai, clock, LONG)
 
     (stream,) = fake_slack.streams("C1")
     assert numbers(stream["text"])[0] == 0
-    streamed, shared = replies(fake_slack, "C1", ts)
     assert streamed["ts"] == stream["ts"] and not streamed.get("files")
     assert shared["files"][0]["name"] == FILE_NAME and shared["text"] == NOTE
     (upload,) = fake_slack.uploaded_files
@@ -103,14 +109,10 @@ async def test_a_refused_upload_posts_the_answer_split_as_before(
     answer = "\n\n".join(PARAGRAPHS[:10])
     refuse(fake_slack)
     bot = start_bot()
-    fake_openai.script(answer)
-    ts = clock.ts()
 
     with caplog.at_level(logging.WARNING, logger="bot.slack"):
-        await bot.send(mention("C1", ts, "tell me everything"))
-        await fake_slack.wait_for(turn_finished("C1", ts), timeout=40)
+        _, shown = await answered(bot, fake_slack, fake_openai, clock, answer)
 
-    shown = replies(fake_slack, "C1", ts)
     assert fake_slack.uploaded_files == [] and not any(m.get("files") for m in shown)
     assert len(shown) > 4
     assert numbers(" ".join(m["text"] for m in shown)) == list(range(10))
@@ -124,13 +126,9 @@ async def test_an_answer_within_the_limit_posts_no_file(
     # five paragraphs: three messages, within LONG_ANSWER_MESSAGES=3
     answer = "\n\n".join(PARAGRAPHS[:5])
     bot = start_bot()
-    fake_openai.script(answer)
-    ts = clock.ts()
 
-    await bot.send(mention("C1", ts, "tell me"))
-    await fake_slack.wait_for(turn_finished("C1", ts), timeout=20)
+    _, shown = await answered(bot, fake_slack, fake_openai, clock, answer)
 
-    shown = replies(fake_slack, "C1", ts)
     assert 2 <= len(shown) <= 3
     assert fake_slack.uploaded_files == []
     assert fake_slack.calls_to("files.getUploadURLExternal") == []
@@ -142,11 +140,8 @@ async def test_no_limit_posts_every_long_answer_as_messages(
 ) -> None:
     answer = "\n\n".join(PARAGRAPHS[:12])
     bot = start_bot(LONG_ANSWER_MESSAGES="0")
-    fake_openai.script(answer)
-    ts = clock.ts()
 
-    await bot.send(mention("C1", ts, "tell me everything"))
-    await fake_slack.wait_for(turn_finished("C1", ts), timeout=30)
+    _, shown = await answered(bot, fake_slack, fake_openai, clock, answer)
 
     assert fake_slack.uploaded_files == []
-    assert numbers(" ".join(m["text"] for m in replies(fake_slack, "C1", ts))) == list(range(12))
+    assert numbers(" ".join(m["text"] for m in shown)) == list(range(12))
