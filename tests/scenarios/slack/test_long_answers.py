@@ -10,13 +10,20 @@ import re
 from typing import Any
 
 import pytest
+from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.agent.conversations import Reply
+from bot.messages import Outcome
 from bot.slack.answer_file import FILE_NAME, NOTE
 from bot.slack.cards import FEEDBACK
+from bot.slack.events import Thread
+from bot.slack.format import format_answer
+from bot.slack.poster import Poster
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.slack_server import MAX_TEXT, FakeSlack
 from tests.scenarios.slack.conftest import (
     BOT,
+    TOKEN,
     Clock,
     Database,
     RunningBot,
@@ -145,3 +152,24 @@ async def test_no_limit_posts_every_long_answer_as_messages(
 
     assert fake_slack.uploaded_files == []
     assert numbers(" ".join(m["text"] for m in shown)) == list(range(12))
+
+
+async def test_a_process_taking_over_attaches_the_file_once_after_the_first_part(
+    fake_slack: FakeSlack,
+) -> None:
+    # the first process posted the answer's first part and died before the upload
+    client = AsyncWebClient(token=TOKEN, base_url=fake_slack.api_url)
+    thread = Thread("C1", fake_slack.add_message("C1", "tell me everything", user="U1"))
+    metadata = {"event_type": "bot_post", "event_payload": {"post_id": "turn-7-1.0"}}
+    first = format_answer(LONG)[0]
+    await client.chat_postMessage(
+        channel="C1", thread_ts=thread.thread_ts, text=first, metadata=metadata
+    )
+    reply = Reply(LONG, ok=True, outcome=Outcome.ANSWERED, turn_id=7, rounds=1)
+
+    poster = Poster(client, long_answer_messages=3)
+    await poster.answer(thread, reply, post_id="turn-7-1", look_first=True)
+
+    assert len(fake_slack.calls_to("chat.postMessage")) == 1
+    (upload,) = fake_slack.uploaded_files
+    assert upload["content"].decode() == LONG and upload["thread_ts"] == thread.thread_ts
