@@ -74,6 +74,11 @@ class SlackSettings(SettingsGroup):
     STREAM_ANSWERS: OnOff = Field(True, description=_ON_OFF)
     """on: the answer is streamed with Slack's streaming methods as the model writes it,
     each tool call a step of it; off: steps in a live message, the answer posted when done."""
+    LONG_ANSWER_MESSAGES: int = Field(
+        3, ge=0, description="a whole number of messages, e.g. 3 (0: never a file)"
+    )
+    """An answer that would take more messages than this is posted as its first part and
+    the whole of it as a Markdown file in the thread (0: always as messages)."""
     THREAD_CONTEXT_TOKENS: int = Field(
         4000, ge=0, description="a whole number of tokens, e.g. 4000 (0: none)"
     )

@@ -28,6 +28,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot import metrics
 from bot.agent.conversations import Reply
+from bot.slack.answer_file import UPLOAD_FAILURES, attach_answer, failed_step
 from bot.slack.events import Question, Thread
 from bot.slack.format import escape, format_answer
 from bot.slack.format.markdown import rest_of
@@ -46,7 +47,13 @@ Blocks = list[dict[str, Any]]
 
 #: Web API methods that post (or add to a streamed message) anew each time they are sent
 POSTING_METHODS = frozenset(
-    {"chat.postMessage", "chat.postEphemeral", "chat.startStream", "chat.appendStream"}
+    {
+        "chat.postMessage",
+        "chat.postEphemeral",
+        "chat.startStream",
+        "chat.appendStream",
+        "files.completeUploadExternal",
+    }
 )
 #: connection errors raised before the request went out, so it cannot have reached Slack
 NEVER_SENT = (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError)
@@ -79,13 +86,17 @@ class NoDoublePostRetryHandler(AsyncConnectionErrorRetryHandler):
 
 
 class Poster:
-    """Posts to Slack for turns (``chat:write``, ``reactions:write``, ``assistant:write``;
-    a lost post is looked for with ``channels/groups/im/mpim:history``; a channel's name is
-    read with ``channels/groups/mpim:read``)."""
+    """Posts to Slack for turns (``chat:write``, ``reactions:write``, ``assistant:write``,
+    ``files:write`` for a long answer's file; a lost post is looked for with
+    ``channels/groups/im/mpim:history``; a channel's name is read with
+    ``channels/groups/mpim:read``). An answer that would take more than
+    ``long_answer_messages`` messages (LONG_ANSWER_MESSAGES; 0: no limit) is posted as its
+    first part, then the whole of it as a file (bot.slack.answer_file)."""
 
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(self, client: AsyncWebClient, *, long_answer_messages: int = 0) -> None:
         self.client = client
         self.pacer = ChannelPacer()
+        self.long_answer_messages = long_answer_messages
 
     async def add_reaction(self, question: Question) -> None:
         """Show that the bot is on it: a reaction on the person's message."""
@@ -126,7 +137,8 @@ class Poster:
         ``held``: a streamed message (``post_id``.0) holds that much of the answer already;
         the rest follows it. ``post_id``: the chunks' ids are derived from it;
         ``look_first``: a chunk already in the thread is not posted again (nor is what a
-        streamed message found there holds). ``footer``: blocks under the last chunk."""
+        streamed message found there holds). ``footer``: blocks under the last chunk, or
+        under the first part of an answer attached as a file."""
         shown = await self._post_ids(thread) if look_first and post_id else {}
         streamed = shown.get(f"{post_id}.0", {}).get("upto")
         if isinstance(streamed, int) and 0 < streamed <= len(reply.text):
@@ -134,10 +146,13 @@ class Poster:
         # the chunks' ids count from the streamed message (.0) when it holds the start
         first = 1 if held else 0
         chunks = self._chunks(reply, held)
+        # past the limit, the file follows the first part: the stream's, else the first chunk
+        attach_at = 1 - first if self._too_long(reply, first + len(chunks)) else None
+        last = 0 if attach_at is not None else len(chunks) - 1
 
         def blocks(index: int) -> Blocks | None:
             # a chunk is at most a section's 3,000 characters (see format_answer)
-            if not footer or index != len(chunks) - 1:
+            if not footer or index != last:
                 return None
             return [{"type": "section", "text": {"type": "mrkdwn", "text": chunks[index]}}, *footer]
 
@@ -150,11 +165,34 @@ class Poster:
         async with self.pacer.turn(thread.channel) as pace:
             for index, chunk in enumerate(chunks):
                 chunk_id = f"{post_id}.{first + index}" if post_id else None
+                if index == attach_at and chunk_id not in shown:  # not posted as messages yet
+                    await pace()
+                    if await self._attach(thread, reply.text):
+                        return
                 if not chunk or chunk_id in shown:
                     continue
                 await pace()
                 if await self._send(thread, chunk, blocks(index), post_id=chunk_id) is None:
                     return  # the rest would fail the same way, and out of order
+
+    def _too_long(self, reply: Reply, messages: int) -> bool:
+        """Whether the answer would take more messages than the limit (0: none)."""
+        return reply.ok and 0 < self.long_answer_messages < messages
+
+    async def _attach(self, thread: Thread, markdown: str) -> bool:
+        """The whole answer as a file in the thread; False when Slack refused it (logged)."""
+        try:
+            await attach_answer(self.client, thread, markdown)
+        except UPLOAD_FAILURES as exc:
+            step = failed_step(exc)
+            log.warning(
+                "could not attach a long answer as a file in %s (%s: %s): posting it as messages",
+                thread.channel,
+                step,
+                failure(step, exc),
+            )
+            return False
+        return True
 
     @staticmethod
     def _chunks(reply: Reply, held: int) -> list[str]:

@@ -94,7 +94,7 @@ class SlackRuntime:
         self.services.registry.add_object(threads, source="Slack")
         delivery = Delivery(
             conversations,
-            Poster(client),
+            Poster(client, long_answer_messages=slack.LONG_ANSWER_MESSAGES),
             files,
             slack,
             threads,

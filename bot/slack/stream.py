@@ -166,9 +166,8 @@ class AnswerStream:
         if answer is None or not answer.startswith(self._round[: self._fed]):
             await self._stop()
             return None
-        held = self._fed
-        if not self._full:
-            held = len(answer) if self._add_text(answer[self._fed :]) else self._fit(answer)
+        whole = not self._full and self._add_text(answer[self._fed :])
+        held = len(answer) if whole else self._fit(answer)
         self._pending.append(_markdown(self._safety.closing()))
         payload = {"post_id": f"{post_id}.0", "upto": held} if post_id else None
         metadata = {"event_type": POST_EVENT, "event_payload": payload} if payload else None
@@ -189,10 +188,16 @@ class AnswerStream:
         return True
 
     def _fit(self, answer: str) -> int:
-        """As much of the rest of ``answer`` as fits, up to a cut; where it ends."""
-        end, cut = self._fed, self._safety.cut(answer, self._fed)
-        while cut > end and self._add_text(answer[end:cut]):
-            end, cut = cut, self._safety.cut(answer, cut)
+        """As much of the rest of ``answer`` as fits, up to a cut; where it ends. The cut is
+        looked for within the room left (a piece that came longer than the whole message
+        would otherwise leave it empty), in half of it when made safe it did not fit."""
+        end, room = self._fed, self.limit - self._shown
+        while room > 0:
+            cut = self._safety.cut(answer[: end + room], end)
+            if cut > end and self._add_text(answer[end:cut]):
+                end, room = cut, self.limit - self._shown
+            else:
+                room //= 2
         return end
 
     def _task(self, call: ToolCall, status: str) -> dict[str, Any]:

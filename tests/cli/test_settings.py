@@ -84,3 +84,14 @@ def test_a_short_admin_token_stops_the_bot_in_one_line(tmp_path: Path) -> None:
     assert line.startswith("error: ADMIN_TOKEN is invalid (shorter than 32 characters): put ")
     assert "openssl rand -hex 32" in line and "s3cret" not in line
     assert not (tmp_path / "bot.db").exists()
+
+
+def test_a_malformed_long_answer_limit_is_one_line(tmp_path: Path) -> None:
+    for value in ("three", "-1"):
+        env = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1", "OPENAI_API_KEY": "k"}
+        result = run_bot("run", cwd=tmp_path, env={**env, "LONG_ANSWER_MESSAGES": value})
+
+        assert result.returncode == 2
+        line = one_line(result.stderr)
+        assert line.startswith("error: LONG_ANSWER_MESSAGES is invalid (")
+        assert "a whole number of messages, e.g. 3 (0: never a file)" in line

@@ -10,7 +10,7 @@ from starlette.datastructures import UploadFile
 from starlette.requests import Request
 
 # Arguments the SDK may send as JSON text inside a form-encoded body.
-_JSON_ARGS = ("blocks", "attachments", "prompts", "metadata", "chunks", "unfurl_media")
+_JSON_ARGS = ("blocks", "attachments", "prompts", "metadata", "chunks", "unfurl_media", "files")
 
 
 class SlackError(Exception):

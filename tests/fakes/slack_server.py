@@ -24,12 +24,14 @@ request held open, before or after it is handled; `held` lists those). What happ
 and `refuse_stream_after` to have streams expire). Files people attached:
 `add_file(name, content, mimetype)` gives the file object for an event's `files`, served at
 its `url_private` to the bot token only (anyone else is redirected to a sign-in page, as
-Slack does), and by `files.info`; `file_downloads` lists the requests for them.
+Slack does), and by `files.info`; `file_downloads` lists the requests for them. Files the
+bot uploads (files_upload_v2: tests.fakes.slack_uploads) are in `uploaded_files`.
 
 The server runs in its own thread (see tests.fakes.serve), so all state is behind a lock and the
 accessors return copies.
 
-The methods are in tests/fakes/slack_methods.py (and slack_streams.py, slack_files.py), the
+The methods are in tests/fakes/slack_methods.py (and slack_streams.py, slack_files.py,
+slack_uploads.py), the
 checks of a message's content in slack_content.py, the reading of a request and Slack's error
 answer in slack_requests.py. The request builders (`event_payload`, `signed_headers`,
 `block_actions_payload`, `url_verification_payload`, from slack_payloads.py) make what Slack
@@ -65,6 +67,8 @@ from tests.fakes.slack_payloads import (
 from tests.fakes.slack_requests import SlackError, read_request
 from tests.fakes.slack_spec import unknown_arguments
 from tests.fakes.slack_streams import StreamMethods
+from tests.fakes.slack_trouble import ScriptedTrouble
+from tests.fakes.slack_uploads import UploadMethods
 
 __all__ = [
     "MAX_TEXT",
@@ -108,7 +112,9 @@ class Call:
 _Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class FakeSlack(WebMethods, FileMethods, StreamMethods, StopsOnExit):
+class FakeSlack(
+    WebMethods, FileMethods, StreamMethods, UploadMethods, ScriptedTrouble, StopsOnExit
+):
     """The fake Slack Web API, serving on 127.0.0.1 from the moment it is created."""
 
     def __init__(
@@ -146,6 +152,9 @@ class FakeSlack(WebMethods, FileMethods, StreamMethods, StopsOnExit):
         #: files people attached: (Slack's file object, its bytes) by id
         self._files: dict[str, tuple[dict[str, Any], bytes]] = {}
         self._downloads: list[dict[str, Any]] = []
+        #: files the bot uploads, by id; the upload URLs not used yet (key: file id)
+        self._uploads: dict[str, dict[str, Any]] = {}
+        self._upload_urls: dict[str, str] = {}
         #: scripted hangs by method: [channel or None, seconds, after, times left]
         self._hangs: dict[str, list[list[Any]]] = defaultdict(list)
         #: (method, channel) of each request held open so far
@@ -168,6 +177,8 @@ class FakeSlack(WebMethods, FileMethods, StreamMethods, StopsOnExit):
             "conversations.replies": self._conversations_replies,
             "users.info": self._users_info,
             "files.info": self._files_info,
+            "files.getUploadURLExternal": self._get_upload_url,
+            "files.completeUploadExternal": self._complete_upload,
             "assistant.threads.setStatus": self._set_status,
             "assistant.threads.setSuggestedPrompts": self._set_suggested_prompts,
             "assistant.threads.setTitle": self._set_title,
@@ -177,6 +188,7 @@ class FakeSlack(WebMethods, FileMethods, StreamMethods, StopsOnExit):
                 Route("/api/{method}", self._endpoint, methods=["GET", "POST"]),
                 Route("/files-pri/{file_id}/{name}", self._serve_file, methods=["GET"]),
                 Route("/signin", self._sign_in, methods=["GET"]),
+                Route("/upload/v1/{key}", self._receive_upload, methods=["POST"]),
             ]
         )
         self._served: ServedApp = serve_in_thread(self.app)
@@ -307,48 +319,6 @@ class FakeSlack(WebMethods, FileMethods, StreamMethods, StopsOnExit):
                 lines.append(f"  messages in {channel}:")
                 lines += [f"    {m['ts']} {m.get('text', '')[:200]!r}" for m in messages]
         return "\n".join(lines)
-
-    # ---------------------------------------------------------------------------------------
-    # Scripted trouble
-
-    def fail_next(self, method: str, error: str = "internal_error", times: int = 1) -> None:
-        """The next `times` calls to `method` answer {"ok": false, "error": error}."""
-        with self._lock:
-            self._scripted[method].extend([("fail", error)] * times)
-
-    def rate_limit_next(self, method: str, retry_after: int = 1, times: int = 1) -> None:
-        """The next `times` calls to `method` answer HTTP 429 with `Retry-After: retry_after`."""
-        with self._lock:
-            self._scripted[method].extend([("rate_limit", retry_after)] * times)
-
-    def hang_next(
-        self,
-        method: str,
-        seconds: float,
-        *,
-        channel: str | None = None,
-        after: bool = False,
-        times: int = 1,
-    ) -> None:
-        """Hold the next `times` calls to `method` (in `channel`, if given) open for
-        `seconds`: before they are handled, or with `after=True` once they are (a post is in
-        the channel, its answer is late). Each one held is added to `held`."""
-        with self._lock:
-            self._hangs[method].append([channel, seconds, after, times])
-
-    def _take_hang(self, method: str, args: dict[str, Any]) -> tuple[float, bool] | None:
-        channel = args.get("channel") or args.get("channel_id")
-        with self._lock:
-            for hang in self._hangs[method]:
-                if hang[0] in (None, channel) and hang[3] > 0:
-                    hang[3] -= 1
-                    self.held.append((method, channel))
-                    return hang[1], hang[2]
-        return None
-
-    async def _hold(self, seconds: float) -> None:
-        # a thread waits, so stop() ends the hang at once
-        await asyncio.to_thread(self._stopping.wait, seconds)
 
     # ---------------------------------------------------------------------------------------
     # HTTP

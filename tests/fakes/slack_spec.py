@@ -6,8 +6,9 @@ Written from Slack's OpenAPI spec of the Web API, slackapi/slack-api-specs
 (spec version 1.7.0, the repository's last change, 2021-09-03). The spec is older than some
 methods and arguments: those (``docs`` in the table) are from Slack's method reference at
 docs.slack.dev/reference/methods: message metadata, ``markdown_text``, ``include_all_metadata``,
-the methods of Socket Mode, of the agent view (assistant.threads.*) and of streaming
-(chat.startStream, chat.appendStream, chat.stopStream).
+the methods of Socket Mode, of the agent view (assistant.threads.*), of streaming
+(chat.startStream, chat.appendStream, chat.stopStream) and of uploads
+(files.getUploadURLExternal, files.completeUploadExternal).
 
 The spec names the scopes of chat.* by the classic apps' ``chat:write:bot``; a bot token's
 is ``chat:write`` (docs). A conversations.* method takes one scope per kind of conversation
@@ -99,6 +100,11 @@ METHODS: dict[str, Method] = {
     ),
     "users.info": _from_spec("include_locale user", "users:read"),
     "files.info": _from_spec("count cursor file limit page", "files:read"),
+    # the two Web API steps of an upload (files_upload_v2); the bytes go to the URL between
+    "files.getUploadURLExternal": _from_docs("filename length alt_txt snippet_type", "files:write"),
+    "files.completeUploadExternal": _from_docs(
+        "files channel_id channels initial_comment thread_ts blocks", "files:write"
+    ),
     # the docs accept chat:write as well, and say it will be the only one
     "assistant.threads.setStatus": _from_docs(
         f"channel_id thread_ts status loading_messages {_AUTHORSHIP}",

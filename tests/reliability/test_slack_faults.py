@@ -140,7 +140,8 @@ async def test_resets_after_slack_posted_chunks_of_a_long_answer_in_a_dm_post_ea
     """A long answer in a DM (top-level posts, no thread); the connection drops after Slack
     posted each of its first two chunks -> the DM shows every chunk once, in order."""
     proxy: ResettingProxy = start_proxy(resets=2)
-    bot: RunningBot = start_bot(SLACK_API_URL=proxy.api_url)
+    # posted as messages, however many (not as a file)
+    bot: RunningBot = start_bot(SLACK_API_URL=proxy.api_url, LONG_ANSWER_MESSAGES="0")
     paragraphs = [f"Paragraph {i}: " + "word " * 200 for i in range(1, 13)]
     fake_openai.script(Reply(text="\n\n".join(paragraphs)))
     ts = clock.ts()

@@ -103,8 +103,10 @@ async def test_the_working_sign_comes_before_a_slow_answer_and_the_ack_at_once(
 
 
 async def test_a_long_answer_is_split_into_valid_messages_in_order(
-    bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+    start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
 ) -> None:
+    # split however long it is (a long answer as a file: test_long_answers)
+    bot = start_bot(LONG_ANSWER_MESSAGES="0")
     paragraphs = [f"Paragraph {i}: " + "word " * 200 for i in range(1, 13)]
     fake_openai.script(Reply(text="\n\n".join(paragraphs)))
     ts = clock.ts()

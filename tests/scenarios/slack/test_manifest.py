@@ -37,11 +37,17 @@ METHOD_SCOPES: dict[str, set[str]] = {
     "assistant.threads.setSuggestedPrompts": {"assistant:write"},
     # a file Slack Connect gave without its URL
     "files.info": {"files:read"},
+    # a long answer attached as a file (files_upload_v2)
+    "files.getUploadURLExternal": {"files:write"},
+    "files.completeUploadExternal": {"files:write"},
     # the display names of the people of a thread around a question
     "users.info": {"users:read"},
 }
 #: slack_sdk helpers and the methods they call
-HELPERS = {"chat.stream": {"chat.startStream", "chat.appendStream", "chat.stopStream"}}
+HELPERS = {
+    "chat.stream": {"chat.startStream", "chat.appendStream", "chat.stopStream"},
+    "files.upload.v2": {"files.getUploadURLExternal", "files.completeUploadExternal"},
+}
 EVENT_SCOPES: dict[str, set[str]] = {
     "app_home_opened": set(),
     "app_mention": {"app_mentions:read"},
@@ -73,7 +79,7 @@ def methods_called() -> set[str]:
     is chat.update)."""
     found = set()
     for path in (ROOT / "bot" / "slack").rglob("*.py"):
-        for name in re.findall(r"\bclient\.([a-z]+(?:_[A-Za-z]+)+)\(", path.read_text()):
+        for name in re.findall(r"\bclient\.([a-z]+(?:_[A-Za-z0-9]+)+)\(", path.read_text()):
             method = name.replace("_", ".")
             found |= HELPERS.get(method, {method})
     return found

@@ -110,7 +110,8 @@ async def test_a_stream_refused_midway_ends_with_the_whole_answer_once_posted(
 async def test_a_20000_character_answer_streams_and_goes_on_in_further_messages(
     start_bot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
 ) -> None:
-    bot = start_bot(STREAM_ANSWERS="on")
+    # the rest as messages, however many (a long answer as a file: test_long_answers)
+    bot = start_bot(STREAM_ANSWERS="on", LONG_ANSWER_MESSAGES="0")
     answer = "\n\n".join(
         f"Part {n}. " + "Every word of this answer matters. " * 16 for n in range(36)
     )
