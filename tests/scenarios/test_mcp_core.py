@@ -258,7 +258,13 @@ async def test_a_server_down_at_start_leaves_the_bot_answering(
         for r in caplog.records
         if r.levelno >= logging.WARNING and r.name == "bot.tools.mcp.connection"
     ]
-    assert len(warnings) == 1 and warnings[0].startswith("MCP server later cannot be reached")
+    assert warnings == [
+        "MCP server later (http) failed to connect: connection refused or host unreachable; "
+        "the bot goes on without its tools and tries again in the background"
+    ]
+    connected = [r for r in caplog.records if r.getMessage().startswith("MCP server later")]
+    assert connected[-1].levelno == logging.INFO
+    assert connected[-1].getMessage().startswith("MCP server later (http) connected: ")
 
 
 async def test_a_killed_stdio_server_is_restarted_at_the_next_call(
