@@ -4,6 +4,7 @@ in that channel, as its own settings say), and where each MCP server stands."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import click
@@ -61,7 +62,7 @@ async def _list(settings: Settings, wait_s: float, as_json: bool, channel: str |
     finally:
         await registry.close()
     if as_json:
-        for row in [*rows, *(_server_row(server) for server in servers)]:
+        for row in [*rows, *(dataclasses.asdict(server) for server in servers)]:
             click.echo(json.dumps(row, ensure_ascii=False))
     else:
         _table(rows)
@@ -94,23 +95,13 @@ def _table(rows: list[dict[str, object]]) -> None:
         )
 
 
-def _server_row(server: SourceState) -> dict[str, object]:
-    return {
-        "server": server.name,
-        "transport": server.transport,
-        "state": server.state,
-        "tools": server.tools,
-        "reason": server.reason,
-    }
-
-
 def _servers_table(servers: list[SourceState]) -> None:
     if not servers:
         return
-    width = max(len("MCP server"), *(len(s.name) for s in servers))
+    width = max(len("MCP server"), *(len(s.server) for s in servers))
     click.echo(f"\n{'MCP server':<{width}}  transport  state")
     for server in servers:
-        click.echo(f"{server.name:<{width}}  {server.transport:<9}  {server.describe()}")
+        click.echo(f"{server.server:<{width}}  {server.transport:<9}  {server.describe()}")
 
 
 def _one_line(text: str) -> str:

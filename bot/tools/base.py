@@ -47,9 +47,11 @@ NOT_REPEATED = (
 
 @dataclasses.dataclass(frozen=True)
 class SourceState:
-    """Where one server of a tool source stands (``bot tools`` shows it)."""
+    """Where one server of a tool source stands (``bot tools`` shows it, and its fields are
+    the keys of its ``--json`` object)."""
 
-    name: str
+    #: the server's name
+    server: str
     #: how it is reached: "stdio" or "http"
     transport: str
     #: "connecting": its first connection is being made
@@ -186,7 +188,7 @@ class ToolRegistry:
         self._start_sources()
         await asyncio.gather(*(source.ready(wait_s) for source in self._sources))
         return [
-            f"{s.name}: {s.reason or 'still connecting'}"
+            f"{s.server}: {s.reason or 'still connecting'}"
             for s in self.states()
             if s.state != "connected"
         ]
