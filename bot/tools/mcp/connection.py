@@ -56,9 +56,9 @@ class McpConnection:
     """Connects to one server in the background and calls its tools.
 
     ``on_tools`` receives the server's tools at each connection and says how many of them
-    are offered. ``connect_timeout_s``
-    bounds the start of the server and every request of the handshake; ``call_timeout_s``
-    one call (the registry's own limit normally ends it first).
+    are offered. ``connect_timeout_s`` bounds the start of the server and every request of
+    the handshake; ``call_timeout_s`` one call (the registry's own limit normally ends it
+    first).
     """
 
     def __init__(
