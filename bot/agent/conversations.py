@@ -44,8 +44,6 @@ log = logging.getLogger(__name__)
 STORE_FAILED = "I could not reach my database, so I did not answer. Please try again shortly."
 APPROVAL_EXPIRED = "This approval request has expired, so nothing was done. Please ask again."
 FAILED = "Sorry, something went wrong while I was answering. Please try again."
-#: how long a turn going on waits for the tool source (an MCP server) of a pending call
-TOOLS_WAIT_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -263,8 +261,6 @@ class Conversations:
             self._recover(state)
         elif stopped == Outcome.MAX_ROUNDS:
             state.pending, state.round_base = None, state.rounds
-        else:
-            await self._tools_for(state.pending)
         return await self._run(state, observer, started, earlier_ms=state.latency_ms or 0)
 
     def _recover(self, state: TurnState) -> None:
@@ -315,14 +311,6 @@ class Conversations:
         await self.turns.finish(state)
         telemetry.turns_expired(1)
         return Reply(APPROVAL_EXPIRED, ok=False, outcome=Outcome.EXPIRED, turn_id=state.id)
-
-    async def _tools_for(self, pending: Message | None) -> None:
-        """A write approved just after a restart may be an MCP server's that is still
-        connecting: it gets a moment to (a call of a tool still missing then fails as
-        unknown, and the model says so)."""
-        registry = self.loop.registry
-        if pending is not None and any(c.name not in registry for c in pending.tool_calls):
-            await registry.ready(TOOLS_WAIT_S)
 
     def _reply(self, state: TurnState) -> Reply:
         """The reply of a stretch that ended."""

@@ -102,13 +102,16 @@ class Loop:
         """Run the turn on from where ``state`` stands: first the calls that wait in
         ``state.pending`` (as ``state.decisions`` say), then rounds until an answer, a pause
         for approval, or the cap. ``journal`` stores the turn's new messages before a round's
-        calls run. A new turn waits for a model slot. Never raises ModelError: a failing
-        model is the state's error."""
+        calls run. Tool sources still connecting are waited for (bounded: see
+        ``ToolRegistry.ready_for_turn``); a new turn then waits for a model slot. Never
+        raises ModelError: a failing model is the state's error."""
         state.outcome, state.answer = Outcome.RUNNING, None
         conversation = Conversation(list(state.history), state.messages)
         turn = _Turn(state, observer, journal)
 
         async def rounds() -> None:
+            # a turn soon after start-up: the MCP servers still connecting get a moment
+            await self.registry.ready_for_turn()
             if self.slots is not None and state.rounds == 0 and state.pending is None:
                 await self.slots.admit()
             pending, state.pending = state.pending, None

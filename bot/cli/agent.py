@@ -29,9 +29,6 @@ def ask(channel: str, user_id: str | None, approve: bool, text: tuple[str, ...])
     return asyncio.run(_ask(settings, incoming, _decided(settings, approve)))
 
 
-#: how long ``bot ask`` and ``bot chat`` wait for the MCP servers before the first turn
-MCP_WAIT_S = 10.0
-
 NOT_APPROVED = (
     "Not done: this action changes records and needs approval, which this run did not give "
     "(the person can run `bot ask --approve` to allow it)."
@@ -73,7 +70,6 @@ def _decided(settings: Settings, approve: bool) -> TurnObserver:
 async def _ask(settings: Settings, incoming: Incoming, observer: TurnObserver) -> int:
     services = build_services(settings)
     try:
-        await _tools_ready(services)
         reply = await _turn(services, incoming, observer)
     finally:
         await services.close()
@@ -97,7 +93,6 @@ async def _chat(settings: Settings, channel: str) -> int:
     services = build_services(settings)
     click.echo(f"Talking in session '{channel}'. Ctrl-D or 'exit' to leave.")
     try:
-        await _tools_ready(services)
         while True:
             try:
                 text = await asyncio.to_thread(input, "you> ")
@@ -113,12 +108,6 @@ async def _chat(settings: Settings, channel: str) -> int:
             click.echo(("bot> " if reply.ok else "bot (error)> ") + reply.text)
     finally:
         await services.close()
-
-
-async def _tools_ready(services: Services) -> None:
-    """A one-off turn is offered the MCP servers' tools: they get a moment to connect (a
-    server that cannot be reached has been named in a warning line by then)."""
-    await services.registry.ready(MCP_WAIT_S)
 
 
 async def _turn(services: Services, incoming: Incoming, observer: TurnObserver) -> Reply:

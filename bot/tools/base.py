@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import MethodType
-from typing import Any, Protocol, cast
+from typing import Any, Literal, Protocol, cast
 
 from bot import telemetry
 from bot.errors import ToolError
@@ -45,6 +45,31 @@ NOT_REPEATED = (
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class SourceState:
+    """Where one server of a tool source stands (``bot tools`` shows it, and its fields are
+    the keys of its ``--json`` object)."""
+
+    #: the server's name
+    server: str
+    #: how it is reached: "stdio" or "http"
+    transport: str
+    #: "connecting": its first connection is being made
+    state: Literal["connecting", "connected", "failed"]
+    #: how many of its tools are offered now
+    tools: int
+    #: why it is not connected, in a few words; None while it is
+    reason: str | None = None
+
+    def describe(self) -> str:
+        """In words: "connected, 3 tools", "connecting" or "failed: why"."""
+        if self.state == "connected":
+            return f"connected, {self.tools} tools"
+        if self.state == "connecting":
+            return "connecting"
+        return f"failed: {self.reason}"
+
+
 class ToolSource(Protocol):
     """Tools that arrive after start-up (an MCP server's): the registry starts the source
     in the event loop that first uses it, can wait for it, and closes it."""
@@ -53,10 +78,17 @@ class ToolSource(Protocol):
         """Begin connecting in the background; called in a running event loop."""
         ...
 
-    async def ready(self, wait_s: float) -> list[str]:
-        """Wait (at most ``wait_s``) for the first connections; what is still missing, one
-        line each ("NAME: why")."""
+    async def ready(self, wait_s: float) -> None:
+        """Wait, at most ``wait_s``, for the first connections to be made or to fail."""
         ...
+
+    async def ready_for_turn(self) -> None:
+        """A turn's wait for the first connections still being made: bounded from
+        ``start()`` on, so that it is spent once, by the turns that come while they are
+        made. Each server a turn goes on without is named in a warning."""
+        ...
+
+    def states(self) -> list[SourceState]: ...
 
     async def close(self) -> None: ...
 
@@ -151,11 +183,26 @@ class ToolRegistry:
         self._closers.append(closer)
 
     async def ready(self, wait_s: float) -> list[str]:
-        """Wait, at most ``wait_s`` in all, for the sources' first connections; what could
-        not be reached, one line each."""
+        """Wait, at most ``wait_s`` in all, for the sources' first connections; what is not
+        connected, one line each ("NAME: why")."""
         self._start_sources()
-        results = await asyncio.gather(*(source.ready(wait_s) for source in self._sources))
-        return [line for lines in results for line in lines]
+        await asyncio.gather(*(source.ready(wait_s) for source in self._sources))
+        return [
+            f"{s.server}: {s.reason or 'still connecting'}"
+            for s in self.states()
+            if s.state != "connected"
+        ]
+
+    async def ready_for_turn(self) -> None:
+        """Before a turn lists its tools: the sources still connecting get what is left of
+        their start-up wait (see ToolSource)."""
+        self._start_sources()
+        if self._sources:  # most bots have none: nothing is awaited
+            await asyncio.gather(*(source.ready_for_turn() for source in self._sources))
+
+    def states(self) -> list[SourceState]:
+        """Where each server of the sources stands."""
+        return [state for source in self._sources for state in source.states()]
 
     async def close(self) -> None:
         """Close the sources (MCP servers: their processes stop) and what ``on_close`` named."""

@@ -1,6 +1,6 @@
 """``bot tools`` in a subprocess: every tool the model would be offered, MCP servers'
-included (the real fake MCP server over stdio), and exit status 1 naming each server that
-cannot be reached."""
+included (the real fake MCP server over stdio), where each server stands, and exit status 1
+naming each server that cannot be reached."""
 
 from __future__ import annotations
 
@@ -19,12 +19,25 @@ def env_for(tmp_path: Path, servers: dict) -> dict[str, str]:
     }
 
 
+def table(lines: list[str], columns: list[str]) -> dict[str, list[str]]:
+    """A table's rows by their first cell (columns are two or more spaces apart; a source
+    may hold one)."""
+    header, *rows = lines
+    assert re.split(r"\s{2,}", header) == columns
+    return {cells[0]: cells[1:] for cells in (re.split(r"\s{2,}", row) for row in rows)}
+
+
 def rows(stdout: str) -> dict[str, list[str]]:
-    """The table's rows by tool name: [source, reads or writes] (columns are two or more
-    spaces apart; a source may hold one)."""
-    header, *lines = stdout.splitlines()
-    assert re.split(r"\s{2,}", header) == ["tool", "source", "does", "description"]
-    return {cells[0]: cells[1:3] for cells in (re.split(r"\s{2,}", line) for line in lines)}
+    """The tools' table by tool name: [source, reads or writes]."""
+    tools = stdout.split("\n\n")[0].splitlines()
+    listed = table(tools, ["tool", "source", "does", "description"])
+    return {name: cells[:2] for name, cells in listed.items()}
+
+
+def servers(stdout: str) -> dict[str, list[str]]:
+    """The MCP servers' table by name: [transport, state]."""
+    _, after = stdout.split("\n\n")
+    return table(after.splitlines(), ["MCP server", "transport", "state"])
 
 
 def test_every_tool_is_listed_with_its_source(tmp_path: Path) -> None:
@@ -39,6 +52,8 @@ def test_every_tool_is_listed_with_its_source(tmp_path: Path) -> None:
     assert listed["fake__create_ticket"] == ["fake", "writes"]
     assert "Look a ticket up by its key." in result.stdout
     assert "jira_get_issue" not in listed  # no JIRA_URL
+    offered = len([name for name in listed if name.startswith("fake__")])
+    assert servers(result.stdout) == {"fake": ["stdio", f"connected, {offered} tools"]}
     assert recording.calls() == []  # listing calls no tool
 
 
@@ -52,8 +67,33 @@ def test_an_unreachable_server_is_named_and_the_rest_is_listed(tmp_path: Path) -
     result = run_bot("tools", "--json", env=env_for(tmp_path, servers), cwd=tmp_path)
 
     assert result.returncode == 1
-    names = [json.loads(line)["name"] for line in result.stdout.splitlines()]
+    objects = [json.loads(line) for line in result.stdout.splitlines()]
+    names = [o["name"] for o in objects if "name" in o]
     assert "fake__lookup" in names and "get_current_time" in names
+    offered = len([name for name in names if name.startswith("fake__")])
+    assert [o for o in objects if "server" in o] == [
+        {
+            "server": "fake",
+            "transport": "stdio",
+            "state": "connected",
+            "tools": offered,
+            "reason": None,
+        },
+        {
+            "server": "down",
+            "transport": "http",
+            "state": "failed",
+            "tools": 0,
+            "reason": "connection refused or host unreachable",
+        },
+        {
+            "server": "nothing",
+            "transport": "stdio",
+            "state": "failed",
+            "tools": 0,
+            "reason": "the command 'no-such-command-for-the-bot' is not found on PATH",
+        },
+    ]
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert errors == [
         "error: MCP server down: connection refused or host unreachable",

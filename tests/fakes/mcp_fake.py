@@ -35,11 +35,12 @@ class Recording:
         return [call["tool"] for call in self.calls()]
 
 
-def stdio_entry(recording: Recording, **extra: Any) -> dict[str, Any]:
-    """An mcpServers entry that starts the fake server over stdio."""
+def stdio_entry(recording: Recording, delay_s: float = 0.0, **extra: Any) -> dict[str, Any]:
+    """An mcpServers entry that starts the fake server over stdio (``delay_s``: that slow
+    to answer ``initialize``; ``math.inf``: never)."""
     return {
         "command": sys.executable,
-        "args": [str(SERVER), "stdio"],
+        "args": [str(SERVER), "stdio", str(delay_s)],
         "env": {"RECORD_FILE": str(recording.path)},
         **extra,
     }

@@ -2,8 +2,11 @@
 which mcp 2 calls what was FastMCP). Run by path, it imports nothing of the bot or the
 tests:
 
-    python tests/fakes/mcp_server.py stdio
+    python tests/fakes/mcp_server.py stdio [DELAY_S]  # DELAY_S before it reads a request
     python tests/fakes/mcp_server.py http PORT        # Streamable HTTP on 127.0.0.1:PORT/mcp
+
+A DELAY_S makes a server slow to start: ``initialize`` waits that long for its answer
+(``inf``: a server that hangs, never answering).
 
 Every call a tool receives is appended, as it arrives, to the JSON-lines file named by
 RECORD_FILE (when set), so a test can tell whether the server saw a call at all.
@@ -13,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import sys
+import time
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -123,4 +128,9 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
     else:
+        # nothing of stdin is read meanwhile: initialize waits
+        delay_s = float(sys.argv[2]) if len(sys.argv) > 2 else 0.0
+        while math.isinf(delay_s):
+            time.sleep(3600)
+        time.sleep(delay_s)
         server.run("stdio")

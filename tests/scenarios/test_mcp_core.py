@@ -258,12 +258,19 @@ async def test_a_server_down_at_start_leaves_the_bot_answering(
         for r in caplog.records
         if r.levelno >= logging.WARNING and r.name == "bot.tools.mcp.connection"
     ]
-    assert len(warnings) == 1 and warnings[0].startswith("MCP server later cannot be reached")
+    assert warnings == [
+        "MCP server later (http) failed to connect: connection refused or host unreachable; "
+        "the bot goes on without its tools and tries again in the background"
+    ]
+    connected = [r for r in caplog.records if r.getMessage().startswith("MCP server later")]
+    assert connected[-1].levelno == logging.INFO
+    assert connected[-1].getMessage().startswith("MCP server later (http) connected: ")
 
 
 async def test_a_killed_stdio_server_is_restarted_at_the_next_call(
-    with_mcp, fake_openai: FakeOpenAI, recording
+    with_mcp, fake_openai: FakeOpenAI, recording, caplog
 ) -> None:
+    caplog.set_level(logging.INFO)
     services = with_mcp({"fake": stdio_entry(recording)})
     assert await services.registry.ready(READY_S) == []
     fake_openai.script(ToolUse("fake__whoami", {}, "who1"), "first")
@@ -282,6 +289,14 @@ async def test_a_killed_stdio_server_is_restarted_at_the_next_call(
     results = tool_results(await history(services).messages("C1"))
     assert results["who2"]["pid"] != first
     assert results["w"] == "created: after the crash"  # a write too: it never reached the dead one
+    said = [r for r in caplog.records if r.name == "bot.tools.mcp.connection"]
+    dropped = [r.getMessage() for r in said if r.levelno == logging.WARNING]
+    assert dropped == [
+        "MCP server fake (stdio) dropped: the server ended the connection; it is connected "
+        "again at the next call"
+    ]
+    connected = [r for r in said if r.getMessage().startswith("MCP server fake (stdio) connected")]
+    assert [r.levelno for r in connected] == [logging.INFO] * 2  # at first, and once restarted
 
 
 async def test_a_killed_http_server_is_reconnected_at_the_next_call(

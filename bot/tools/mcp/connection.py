@@ -3,7 +3,7 @@
 ::
 
     connecting --ok--> connected --lost: the server exited, or a call--> idle
-        ^  |                          found the connection broken          |
+        ^  |               (one info)     found the connection broken  (one warning)
         |  +--failed--> down (one warning)                                 |
         |                 |  retried on a doubling timer, or at once by a call
         +-----------------+------------------------------------------------+
@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import mcp_types as types
 from mcp import Client, MCPError
@@ -55,15 +55,16 @@ class _Link:
 class McpConnection:
     """Connects to one server in the background and calls its tools.
 
-    ``on_tools`` receives the server's tools at each connection. ``connect_timeout_s``
-    bounds the start of the server and every request of the handshake; ``call_timeout_s``
-    one call (the registry's own limit normally ends it first).
+    ``on_tools`` receives the server's tools at each connection and says how many of them
+    are offered. ``connect_timeout_s`` bounds the start of the server and every request of
+    the handshake; ``call_timeout_s`` one call (the registry's own limit normally ends it
+    first).
     """
 
     def __init__(
         self,
         config: ServerConfig,
-        on_tools: Callable[[list[types.Tool]], None],
+        on_tools: Callable[[list[types.Tool]], int],
         *,
         connect_timeout_s: float = 30.0,
         call_timeout_s: float = 30.0,
@@ -71,6 +72,8 @@ class McpConnection:
     ) -> None:
         self.config = config
         self.name = config.name
+        #: "NAME (stdio)": how the log names it
+        self.label = f"{config.name} ({config.transport})"
         self.on_tools = on_tools
         self.connect_timeout_s = connect_timeout_s
         self.call_timeout_s = call_timeout_s
@@ -87,6 +90,14 @@ class McpConnection:
     @property
     def connected(self) -> bool:
         return self._link is not None and not self._link.lost.is_set()
+
+    @property
+    def state(self) -> Literal["connecting", "connected", "failed"]:
+        """Connecting until the first attempt ends; failed when down (``problem`` says why)
+        or when the connection ended and waits for the next call."""
+        if self.connected:
+            return "connected"
+        return "failed" if self._first_attempt.is_set() else "connecting"
 
     def start(self) -> None:
         if self._task is None:
@@ -123,7 +134,7 @@ class McpConnection:
                     f"it is not known whether {tool} was done. It was not sent again: check "
                     "before asking for it again."
                 ) from None
-        log.info("mcp %s: connection lost during %s; calling again on a new one", self.name, tool)
+        log.info("MCP server %s lost its connection during %s: sent again", self.label, tool)
         link = await self._connection()
         try:
             return await self._send(link, tool, arguments)
@@ -192,21 +203,23 @@ class McpConnection:
             if was_up:
                 delay, warned = self.retry_s[0], False
                 log.warning(
-                    "mcp %s: the connection ended; it is made again at the next call", self.name
+                    "MCP server %s dropped: %s; it is connected again at the next call",
+                    self.label,
+                    self.problem,
                 )
                 await self._wanted.wait()
                 continue
             self._end_attempt()
             if not warned:
                 log.warning(
-                    "MCP server %s cannot be reached (%s): the bot goes on without its tools "
+                    "MCP server %s failed to connect: %s; the bot goes on without its tools "
                     "and tries again in the background",
-                    self.name,
+                    self.label,
                     self.problem,
                 )
                 warned = True
             else:
-                log.info("mcp %s: still unreachable (%s)", self.name, self.problem)
+                log.info("MCP server %s still fails to connect: %s", self.label, self.problem)
             try:
                 await asyncio.wait_for(self._wanted.wait(), delay)
             except TimeoutError:
@@ -217,6 +230,7 @@ class McpConnection:
         """One connection, kept until it is lost: True when it was up, False when it could
         not be made (``problem`` says why)."""
         link: _Link | None = None
+        dropped = "the server ended the connection"
         try:
             lost = asyncio.Event()
             async with open_client(
@@ -225,11 +239,10 @@ class McpConnection:
                 connect_timeout_s=self.connect_timeout_s,
                 call_timeout_s=self.call_timeout_s,
             ) as client:
-                tools = await _all_tools(client)
-                self.on_tools(tools)
+                offered = self.on_tools(await _all_tools(client))
                 link = _Link(client, lost=lost)
                 self._link, self.problem = link, None
-                log.info("mcp %s: connected, %d tools", self.name, len(tools))
+                log.info("MCP server %s connected: %d tools offered", self.label, offered)
                 self._end_attempt()
                 if self._closing.is_set():  # close() came during the handshake, saw no link
                     lost.set()
@@ -237,16 +250,18 @@ class McpConnection:
         except Exception as exc:
             if link is not None:
                 link.unsent = only_refused(exc)
+                dropped = reason(exc, self.call_timeout_s)
             else:
                 self.problem = reason(exc, self.connect_timeout_s)
-                log.debug("mcp %s: connection failed", self.name, exc_info=True)
+            # the warning has the reason in a few words; the whole story at DEBUG
+            log.debug("MCP server %s: the connection failed", self.label, exc_info=True)
         finally:
             self._link = None
             if link is not None:
                 link.lost.set()
                 link.ended.set()
         if link is not None:
-            self.problem = "the connection ended"
+            self.problem = dropped
         return link is not None
 
     def _end_attempt(self) -> None:

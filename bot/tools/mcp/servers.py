@@ -3,25 +3,32 @@
 Each server connects in the background; its allowed tools are registered as
 ``SERVER__TOOL`` when it connects and listed again at every reconnection (tools it no
 longer has are removed), not in between. A server that is down keeps its tools offered, so
-that the next call reconnects to it.
+that the next call reconnects to it. A turn that begins while servers are still making
+their first connection waits for them, until STARTUP_WAIT_S after they began: the first
+questions after a start (Slack's retries after a deploy) are offered their tools, and a
+server that hangs costs those turns that wait once, not each turn.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
 
-from bot.tools.base import ToolRegistry
+from bot.tools.base import SourceState, ToolRegistry
 from bot.tools.mcp import tools
 from bot.tools.mcp.config import ServerConfig
 from bot.tools.mcp.connection import McpConnection
 from bot.tools.schema import SchemaRefused, parameters_for_api
 
 log = logging.getLogger(__name__)
+
+#: how long, from the start of their first connections, turns wait for the servers
+STARTUP_WAIT_S = 10.0
 
 
 class McpServers:
@@ -49,29 +56,56 @@ class McpServers:
         ]
         self._offered: dict[str, list[str]] = {}
         self._warned: set[str] = set()
+        #: when turns stop waiting for the first connections (time.monotonic)
+        self._turns_wait_until = 0.0
 
     def start(self) -> None:
+        self._turns_wait_until = time.monotonic() + STARTUP_WAIT_S
         for connection in self.connections:
             connection.start()
 
-    async def ready(self, wait_s: float) -> list[str]:
-        waits = [asyncio.ensure_future(c.first_attempt()) for c in self.connections]
-        if waits:
-            _, pending = await asyncio.wait(waits, timeout=wait_s)
-            for wait in pending:
-                wait.cancel()
-        return [
-            f"{c.name}: {c.problem or 'not connected'}" for c in self.connections if not c.connected
-        ]
+    async def ready(self, wait_s: float) -> None:
+        await _first_attempts(self._connecting(), wait_s)
+
+    async def ready_for_turn(self) -> None:
+        connecting = self._connecting()
+        if not connecting:
+            return
+        await _first_attempts(connecting, self._turns_wait_until - time.monotonic())
+        for connection in self._connecting():
+            self._warn_once(
+                f"{connection.name}:slow",
+                "MCP server %s is still connecting after %g s: the turn went on without its "
+                "tools (and so do the next ones until it connects)",
+                connection.label,
+                STARTUP_WAIT_S,
+            )
+
+    def states(self) -> list[SourceState]:
+        return [self._state(connection) for connection in self.connections]
+
+    def _state(self, connection: McpConnection) -> SourceState:
+        state = connection.state
+        return SourceState(
+            connection.name,
+            connection.config.transport,
+            state,
+            len(self._offered.get(connection.name, [])),
+            connection.problem if state == "failed" else None,
+        )
 
     async def close(self) -> None:
         await asyncio.gather(*(connection.close() for connection in self.connections))
 
-    def _offerer(self, config: ServerConfig) -> Callable[[list[types.Tool]], None]:
+    def _connecting(self) -> list[McpConnection]:
+        return [c for c in self.connections if c.state == "connecting"]
+
+    def _offerer(self, config: ServerConfig) -> Callable[[list[types.Tool]], int]:
         return lambda listed: self._offer(config, listed)
 
-    def _offer(self, config: ServerConfig, listed: list[types.Tool]) -> None:
-        """Register the server's allowed tools, replacing what it offered before."""
+    def _offer(self, config: ServerConfig, listed: list[types.Tool]) -> int:
+        """Register the server's allowed tools, replacing what it offered before; how many
+        it offers now."""
         for name in self._offered.pop(config.name, []):
             self.registry.remove(name)
         if config.allow is not None:
@@ -90,6 +124,7 @@ class McpServers:
                 if registered is not None:
                     offered.append(registered)
         self._offered[config.name] = offered
+        return len(offered)
 
     def _register(self, config: ServerConfig, tool: types.Tool) -> str | None:
         try:
@@ -137,3 +172,13 @@ class McpServers:
         if key not in self._warned:
             self._warned.add(key)
             log.warning(message, *args)
+
+
+async def _first_attempts(connections: list[McpConnection], wait_s: float) -> None:
+    """Wait, at most ``wait_s``, for the first attempts of ``connections`` to end."""
+    if not connections or wait_s <= 0:
+        return
+    waits = [asyncio.ensure_future(c.first_attempt()) for c in connections]
+    _, pending = await asyncio.wait(waits, timeout=wait_s)
+    for wait in pending:
+        wait.cancel()

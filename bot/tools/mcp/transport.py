@@ -162,7 +162,7 @@ def reason(exc: BaseException, timeout_s: float) -> str:
             return "the server closed the connection (its own error output says why)"
         if leaf.code == types.REQUEST_TIMEOUT:
             return f"no answer within {timeout_s:g} s"
-        return f"it answered with an error: {leaf.message[:200]}"
+        return f"it answered with an error: {' '.join(leaf.message.split())[:200]}"
     if isinstance(leaf, OSError):
         return leaf.strerror or type(leaf).__name__
     return type(leaf).__name__
