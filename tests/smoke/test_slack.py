@@ -30,20 +30,23 @@ async def answered(bot: RunningBot, slack: FakeSlack, clock: Clock, channel: str
     await bot.idle()
 
 
-@pytest.mark.parametrize("api", API_MODES)
-async def test_a_mention_is_answered_in_a_stream_of_the_servers_text(
+@pytest.fixture(params=API_MODES)
+def bot(
+    request: pytest.FixtureRequest,
     start_bot: Callable[..., RunningBot],
     llama_server: LlamaServer,
-    fake_slack: FakeSlack,
-    fake_openai: FakeOpenAI,
-    db: Database,
-    clock: Clock,
-    api: str,
-) -> None:
-    bot = start_bot(
-        **llama_server.settings(LLM_API=api, MAX_OUTPUT_TOKENS="96"), STREAM_ANSWERS="on"
+) -> RunningBot:
+    """The app with the llama-server as its model, in each API mode, streaming answers."""
+    return start_bot(
+        **llama_server.settings(LLM_API=request.param, MAX_OUTPUT_TOKENS="96"),
+        STREAM_ANSWERS="on",
+        METRICS_TOKEN=TOKEN,
     )
 
+
+async def test_a_mention_is_answered_in_a_stream_of_the_servers_text(
+    bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
+) -> None:
     await answered(bot, fake_slack, clock, "C1")
 
     (stream,) = fake_slack.streams("C1")
@@ -57,20 +60,9 @@ async def test_a_mention_is_answered_in_a_stream_of_the_servers_text(
     assert fake_openai.requests == []  # the real server answered, not the fake
 
 
-@pytest.mark.parametrize("api", API_MODES)
 async def test_metrics_count_the_tokens_the_server_reported(
-    start_bot: Callable[..., RunningBot],
-    llama_server: LlamaServer,
-    fake_slack: FakeSlack,
-    db: Database,
-    clock: Clock,
-    api: str,
+    bot: RunningBot, fake_slack: FakeSlack, db: Database, clock: Clock
 ) -> None:
-    bot = start_bot(
-        **llama_server.settings(LLM_API=api, MAX_OUTPUT_TOKENS="96"),
-        STREAM_ANSWERS="on",
-        METRICS_TOKEN=TOKEN,
-    )
     before = await scrape(bot)
 
     await answered(bot, fake_slack, clock, "C1")
