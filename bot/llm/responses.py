@@ -161,6 +161,8 @@ def _replay(output: list[Any]) -> tuple[dict[str, Any], ...]:
 
 
 def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    # a message item names its type, which the API leaves optional: servers that translate
+    # the Responses API to their own (llama.cpp's) refuse an assistant message without it
     items: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "tool":
@@ -179,9 +181,11 @@ def to_wire(messages: Sequence[Message]) -> list[dict[str, Any]]:
             text, images = with_files(message)
             parts = [{"type": "input_text", "text": text}]
             parts += [{"type": "input_image", "image_url": u, "detail": "auto"} for u in images]
-            items.append({"role": message.role, "content": parts})
+            items.append({"type": "message", "role": message.role, "content": parts})
         elif message.content or not message.tool_calls:
-            items.append({"role": message.role, "content": message.content or ""})
+            items.append(
+                {"type": "message", "role": message.role, "content": message.content or ""}
+            )
         items.extend(
             {"type": "function_call", "call_id": c.id, "name": c.name, "arguments": c.arguments}
             for c in message.tool_calls

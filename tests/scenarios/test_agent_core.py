@@ -283,7 +283,7 @@ async def test_history_replays_in_the_other_mode(
     assert request.api == second and request.status == 200
     sent = sent_messages(request)
     if second == "responses":
-        kinds = [item.get("type", item.get("role")) for item in sent]
+        kinds = [item["role"] if item["type"] == "message" else item["type"] for item in sent]
         assert kinds == ["user", "function_call", "function_call_output", "assistant", "user"]
         assert sent[1]["call_id"] == sent[2]["call_id"] == "call_x"
     else:
