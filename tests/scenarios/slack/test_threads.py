@@ -1,6 +1,6 @@
 """The conversation around a question: a question asked in a thread shows the model the
 thread's messages (names, times, quoted as material), stores them with the question and
-follows their deletion; the asker's replies in the bot's thread are follow-ups; the
+follows their deletions and edits; the asker's replies in the bot's thread are follow-ups; the
 slack_read_channel tool reads the question's channel alone. Both API modes, SQLite and
 PostgreSQL."""
 
@@ -272,6 +272,45 @@ async def test_a_thread_message_deleted_in_slack_leaves_the_stored_context(
     question = (await db.history.messages("C1"))[0]
     assert "Tuesday" not in question.content and f"<@{CAROL}>" not in question.content
     assert "ACME" in question.content and question.content.endswith("open a ticket for this")
+
+
+async def test_a_thread_message_edited_in_slack_reads_as_edited_in_the_stored_context(
+    bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
+) -> None:
+    parent = thread_of_three(fake_slack, clock)
+    carol = next(m["ts"] for m in fake_slack.thread("C1", parent) if m["user"] == CAROL)
+    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    assert "same here since Tuesday" in (await db.history.messages("C1"))[0].content
+
+    fake_slack.edit_message("C1", carol, "same here since Monday")
+    at = clock.ts()
+    message = {"type": "message", "user": CAROL, "ts": carol, "thread_ts": parent}
+    edit = {
+        "type": "message",
+        "subtype": "message_changed",
+        "hidden": True,
+        "channel": "C1",
+        "ts": at,
+        "event_ts": at,
+        "message": {
+            **message,
+            "text": "same here since Monday",
+            "edited": {"user": CAROL, "ts": at},
+        },
+        "previous_message": {**message, "text": "same here since Tuesday"},
+    }
+    assert (await bot.send(edit)).status_code == 200
+    await bot.idle()
+
+    question = (await db.history.messages("C1"))[0]
+    assert "> same here since Monday" in question.content and "Tuesday" not in question.content
+    assert question.context is not None
+    assert [line.text for line in question.context.lines if line.ts == carol] == [
+        "same here since Monday"
+    ]
+    assert f"<@{CAROL}> (Carol)" in question.content
+    assert "ACME" in question.content and question.content.endswith("open a ticket for this")
+    assert question.edited_at is not None
 
 
 async def test_an_instruction_in_the_thread_runs_no_write_without_approval(
