@@ -113,6 +113,20 @@ async def ask(
     await bot.idle()
 
 
+async def asked_in_a_thread(bot: RunningBot, fake_slack: FakeSlack, clock: Clock) -> str:
+    """Alice's question in the thread of three of C1, answered; the thread's parent ts."""
+    parent = thread_of_three(fake_slack, clock)
+    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    return parent
+
+
+def reply_of_alice(
+    clock: Clock, parent: str, text: str = "and assign it to Carol"
+) -> dict[str, Any]:
+    """Alice's reply in the thread, without a mention (a follow-up, where they apply)."""
+    return in_thread("C1", clock.ts(), parent, text, mention=False)
+
+
 async def test_a_mention_in_a_thread_of_three_shows_their_words_and_names_and_stores_them(
     start_bot: Callable[..., RunningBot],
     fake_slack: FakeSlack,
@@ -171,10 +185,9 @@ async def test_the_askers_follow_up_is_answered_once_and_someone_elses_is_contex
     api: str,
 ) -> None:
     bot = start_bot(LLM_API=api)
-    parent = thread_of_three(fake_slack, clock)
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    parent = await asked_in_a_thread(bot, fake_slack, clock)
 
-    follow_up = in_thread("C1", clock.ts(), parent, "and assign it to Carol", mention=False)
+    follow_up = reply_of_alice(clock, parent)
     await ask(bot, fake_slack, follow_up)
     assert (await bot.send(follow_up)).status_code == 200  # delivered again: answered once
     await bot.idle()
@@ -188,7 +201,7 @@ async def test_the_askers_follow_up_is_answered_once_and_someone_elses_is_contex
     assert not [p for p in posts(fake_slack, "C1") if "I can take it" in p["text"]]
     assert len(fake_openai.requests) == 2
 
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "thanks", mention=False))
+    await ask(bot, fake_slack, reply_of_alice(clock, parent, "thanks"))
     text = said(fake_openai.requests[-1])
     assert f"<@{CAROL}> (Carol)" in text and "> I can take it" in text
     # what the history holds already is not shown again
@@ -202,10 +215,9 @@ async def test_without_follow_ups_a_reply_needs_a_mention(
     clock: Clock,
 ) -> None:
     bot = start_bot(FOLLOW_UPS="off")
-    parent = thread_of_three(fake_slack, clock)
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    parent = await asked_in_a_thread(bot, fake_slack, clock)
 
-    reply = in_thread("C1", clock.ts(), parent, "and assign it to Carol", mention=False)
+    reply = reply_of_alice(clock, parent)
     assert (await bot.send(reply)).status_code == 200
     await bot.idle()
 
@@ -236,10 +248,9 @@ async def test_a_channels_own_follow_ups_outweighs_the_bots(
     )
     assert done.returncode == 0, done.stderr
     bot = start_bot(FOLLOW_UPS=everywhere)
-    parent = thread_of_three(fake_slack, clock)
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    parent = await asked_in_a_thread(bot, fake_slack, clock)
 
-    reply = in_thread("C1", clock.ts(), parent, "and assign it to Carol", mention=False)
+    reply = reply_of_alice(clock, parent)
     assert (await bot.send(reply)).status_code == 200
     await fake_slack.wait_for(lambda s: len(posts(s, "C1")) >= (2 if here == "on" else 1))
     await bot.idle()
@@ -252,9 +263,8 @@ async def test_a_channels_own_follow_ups_outweighs_the_bots(
 async def test_a_thread_message_deleted_in_slack_leaves_the_stored_context(
     bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
 ) -> None:
-    parent = thread_of_three(fake_slack, clock)
+    parent = await asked_in_a_thread(bot, fake_slack, clock)
     carol = next(m["ts"] for m in fake_slack.thread("C1", parent) if m["user"] == CAROL)
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
     assert "same here since Tuesday" in (await db.history.messages("C1"))[0].content
 
     fake_slack.remove_message("C1", carol)
@@ -277,9 +287,8 @@ async def test_a_thread_message_deleted_in_slack_leaves_the_stored_context(
 async def test_a_thread_message_edited_in_slack_reads_as_edited_in_the_stored_context(
     bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
 ) -> None:
-    parent = thread_of_three(fake_slack, clock)
+    parent = await asked_in_a_thread(bot, fake_slack, clock)
     carol = next(m["ts"] for m in fake_slack.thread("C1", parent) if m["user"] == CAROL)
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
     assert "same here since Tuesday" in (await db.history.messages("C1"))[0].content
 
     fake_slack.edit_message("C1", carol, "same here since Monday")
@@ -364,10 +373,9 @@ async def test_a_thread_of_two_thousand_stays_within_the_budget_and_a_few_calls(
 async def test_a_429_on_the_thread_is_waited_out(
     bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
 ) -> None:
-    parent = thread_of_three(fake_slack, clock)
     fake_slack.rate_limit_next("conversations.replies", retry_after=1)
 
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    await asked_in_a_thread(bot, fake_slack, clock)
 
     statuses = [c.status for c in fake_slack.calls_to("conversations.replies")]
     assert statuses == [429, 200]
@@ -381,9 +389,8 @@ async def test_without_thread_context_slack_is_not_read(
     clock: Clock,
 ) -> None:
     bot = start_bot(THREAD_CONTEXT_TOKENS="0")
-    parent = thread_of_three(fake_slack, clock)
 
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    await asked_in_a_thread(bot, fake_slack, clock)
 
     assert fake_slack.calls_to("conversations.replies") == []
     assert said(fake_openai.requests[0]) == "open a ticket for this"
