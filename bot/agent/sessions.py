@@ -66,23 +66,16 @@ class Sessions:
         return session_document(channel_id, messages, turns, settings, summaries)
 
     async def export(
-        self, channel_id: str | None, export_format: ExportFormat
+        self, channel_id: str | None, export_format: ExportFormat, *, turns: bool = False
     ) -> AsyncIterator[str]:
-        """Every stored message (of one channel, or all) as export lines, streamed, each with
-        its channel's own settings."""
+        """Every stored message (with ``turns``: every recorded turn) of one channel, or all,
+        as export lines, streamed, each with its channel's own settings."""
         settings = await self._settings_by_channel(channel_id)
-        messages = self._history.iter_messages(channel_id)
-        async for line in export_lines(messages, export_format, settings):
-            yield line
-
-    async def export_turns(
-        self, channel_id: str | None, export_format: ExportFormat
-    ) -> AsyncIterator[str]:
-        """Every recorded turn (of one channel, or all) as export lines, streamed, each with
-        its channel's own settings."""
-        settings = await self._settings_by_channel(channel_id)
-        turns = self._history.iter_turns(channel_id)
-        async for line in export_turn_lines(turns, export_format, settings):
+        if turns:
+            lines = export_turn_lines(self._history.iter_turns(channel_id), export_format, settings)
+        else:
+            lines = export_lines(self._history.iter_messages(channel_id), export_format, settings)
+        async for line in lines:
             yield line
 
     async def _settings_by_channel(self, channel_id: str | None) -> SettingsByChannel:

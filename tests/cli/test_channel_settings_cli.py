@@ -12,7 +12,7 @@ import pytest
 
 from tests.cli.helpers import run_bot
 from tests.cli.test_core_commands import stored
-from tests.cli.test_flows import tool_result
+from tests.cli.test_flows import jira_env, tool_result
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
 
@@ -28,16 +28,7 @@ def jira() -> Iterator[FakeJira]:
 
 @pytest.fixture
 def env(database_url: str, fake_openai: FakeOpenAI, jira: FakeJira) -> dict[str, str]:
-    return {
-        "DATABASE_URL": database_url,
-        "OPENAI_API_KEY": "test-key",
-        "OPENAI_BASE_URL": fake_openai.base_url,
-        "JIRA_URL": jira.url,
-        "JIRA_EMAIL": "bot@example.com",
-        "JIRA_API_TOKEN": "jira-secret",
-        "JIRA_PROJECT": "TASK",
-        "JIRA_ALLOWED_PROJECTS": "TASK,SUP",
-    }
+    return jira_env(database_url, fake_openai, jira, JIRA_ALLOWED_PROJECTS="TASK,SUP")
 
 
 def set_channel(env: dict[str, str], cwd: Path, *assignments: str) -> None:

@@ -260,12 +260,21 @@ async def test_a_channels_own_follow_ups_outweighs_the_bots(
     assert len(fake_openai.requests) == (2 if here == "on" else 1)
 
 
+async def carols_reply_shown(
+    bot: RunningBot, fake_slack: FakeSlack, db: Database, clock: Clock
+) -> tuple[str, str]:
+    """The question asked in the thread of three, stored with Carol's reply in its context;
+    the thread's parent ts and her reply's."""
+    parent = await asked_in_a_thread(bot, fake_slack, clock)
+    assert "same here since Tuesday" in (await db.history.messages("C1"))[0].content
+    carol = next(m["ts"] for m in fake_slack.thread("C1", parent) if m["user"] == CAROL)
+    return parent, carol
+
+
 async def test_a_thread_message_deleted_in_slack_leaves_the_stored_context(
     bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
 ) -> None:
-    parent = await asked_in_a_thread(bot, fake_slack, clock)
-    carol = next(m["ts"] for m in fake_slack.thread("C1", parent) if m["user"] == CAROL)
-    assert "same here since Tuesday" in (await db.history.messages("C1"))[0].content
+    _, carol = await carols_reply_shown(bot, fake_slack, db, clock)
 
     fake_slack.remove_message("C1", carol)
     deletion = {
@@ -287,9 +296,7 @@ async def test_a_thread_message_deleted_in_slack_leaves_the_stored_context(
 async def test_a_thread_message_edited_in_slack_reads_as_edited_in_the_stored_context(
     bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
 ) -> None:
-    parent = await asked_in_a_thread(bot, fake_slack, clock)
-    carol = next(m["ts"] for m in fake_slack.thread("C1", parent) if m["user"] == CAROL)
-    assert "same here since Tuesday" in (await db.history.messages("C1"))[0].content
+    parent, carol = await carols_reply_shown(bot, fake_slack, db, clock)
 
     fake_slack.edit_message("C1", carol, "same here since Monday")
     at = clock.ts()
