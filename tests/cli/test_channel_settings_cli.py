@@ -1,9 +1,12 @@
-"""``bot ask`` and ``bot chat`` in a channel with settings of its own (set with ``bot channels
-set``): its instructions, tools, Jira project and write approval apply as they do in Slack.
-Real subprocesses against the strict fake OpenAI and the strict fake Jira."""
+"""A channel with settings of its own (set with ``bot channels set``) from the command line:
+in ``bot ask`` and ``bot chat`` its instructions, tools, Jira project and write approval
+apply as they do in Slack (real subprocesses against the strict fake OpenAI and the strict
+fake Jira), and ``bot history`` shows them with the session."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +16,7 @@ import pytest
 from tests.cli.helpers import run_bot
 from tests.cli.test_core_commands import stored
 from tests.cli.test_flows import jira_env, tool_result
+from tests.cli.test_history_cli import seed
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
 
@@ -149,3 +153,36 @@ def test_chat_asks_at_the_prompt_where_the_channel_wants_approval(
     else:
         assert said.startswith("Not done: this action changes records and needs approval")
         assert "nobody at the terminal" in said
+
+
+def test_history_show_json_and_the_exports_carry_the_channels_own_settings(
+    database_url: str, tmp_path: Path
+) -> None:
+    seed(database_url)
+
+    def bot(*args: str):  # type: ignore[no-untyped-def]
+        return run_bot(*args, env={"DATABASE_URL": database_url}, cwd=tmp_path)
+
+    changed = bot(
+        "channels", "set", "C0123", "instructions=Answer in Portuguese.", "tools=jira_*", "--wait=0"
+    )
+    assert changed.returncode == 0, changed.stderr
+    shown = bot("channels", "show", "C0123", "--json")
+    document = bot("history", "show", "C0123", "--json")
+    lines = bot("history", "export")
+    rows = bot("history", "export", "--format", "csv")
+    turns = bot("history", "export", "--turns", "--channel", "C0123")
+
+    values = json.loads(shown.stdout)["settings"]
+    assert values == {"instructions": "Answer in Portuguese.", "tools": "jira_*"}
+    assert json.loads(document.stdout)["channel_settings"] == values
+    no_settings = json.loads(bot("history", "show", "D0456", "--json").stdout)
+    assert no_settings["channel_settings"] == {}
+    exported = [json.loads(line) for line in lines.stdout.splitlines()]
+    assert [(m["channel_id"], m["channel_settings"]) for m in exported] == [
+        ("C0123", values)
+    ] * 5 + [("D0456", {})] * 2
+    assert list(exported[0])[-1] == "channel_settings"
+    cells = [row["channel_settings"] for row in csv.DictReader(io.StringIO(rows.stdout))]
+    assert [json.loads(cell) for cell in cells] == [values] * 5 + [{}] * 2
+    assert [json.loads(t)["channel_settings"] for t in turns.stdout.splitlines()] == [values] * 2

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.channels import BY_CLI
 from bot.messages import Message, Summary, ToolCall, utcnow
-from bot.store.channels import ChannelSettingsStore
 from bot.store.db import create_engine
 from bot.store.feedback import FeedbackStore
 from bot.store.history import HistoryStore
@@ -339,37 +337,6 @@ def test_export_turns_as_jsonl_and_as_a_second_csv(bot, tmp_path: Path, database
 
     one = bot("history", "export", "--turns", "--channel", "D0456")
     assert [json.loads(line)["outcome"] for line in one.stdout.splitlines()] == ["max_rounds"]
-
-
-def test_show_json_and_the_exports_carry_the_channels_own_settings(bot, database_url: str) -> None:  # type: ignore[no-untyped-def]
-    async def configure() -> None:
-        engine = create_engine(database_url)
-        try:
-            changes = {"instructions": "Answer in Portuguese.", "tools": "jira_*"}
-            await ChannelSettingsStore(engine).change("C0123", changes, BY_CLI)
-        finally:
-            await engine.dispose()
-
-    asyncio.run(configure())
-    shown = bot("channels", "show", "C0123", "--json")
-    document = bot("history", "show", "C0123", "--json")
-    lines = bot("history", "export")
-    rows = bot("history", "export", "--format", "csv")
-    turns = bot("history", "export", "--turns", "--channel", "C0123")
-
-    values = json.loads(shown.stdout)["settings"]
-    assert values == {"instructions": "Answer in Portuguese.", "tools": "jira_*"}
-    assert json.loads(document.stdout)["channel_settings"] == values
-    no_settings = json.loads(bot("history", "show", "D0456", "--json").stdout)
-    assert no_settings["channel_settings"] == {}
-    exported = [json.loads(line) for line in lines.stdout.splitlines()]
-    assert [(m["channel_id"], m["channel_settings"]) for m in exported] == [
-        ("C0123", values)
-    ] * 5 + [("D0456", {})] * 2
-    assert list(exported[0])[-1] == "channel_settings"
-    cells = [row["channel_settings"] for row in csv.DictReader(io.StringIO(rows.stdout))]
-    assert [json.loads(cell) for cell in cells] == [values] * 5 + [{}] * 2
-    assert [json.loads(t)["channel_settings"] for t in turns.stdout.splitlines()] == [values] * 2
 
 
 def test_delete_needs_yes_when_nobody_can_answer(bot) -> None:  # type: ignore[no-untyped-def]

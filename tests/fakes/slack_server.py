@@ -15,9 +15,11 @@ another is answered `invalid_arguments`, its name in the `[ERROR]` message (the 
 
 State you can set: `slack.known_channels` (a set; empty = every channel exists),
 `slack.channel_names` ({"C1": "support"}), `slack.users` ({"U1": {"real_name": "Ann"}}),
-`slack.latency` (seconds before every answer). Scripted trouble: `fail_next(method, error)`,
-`rate_limit_next(method, retry_after)`, `hang_next(method, seconds, channel=, after=)` (a
-request held open, before or after it is handled; `held` lists those). What happened:
+`slack.latency` (seconds before every answer); other people's messages: `add_message`,
+`remove_message`, `edit_message` (the events are the test's to send). Scripted trouble
+(tests.fakes.slack_trouble): `fail_next(method, error)`, `rate_limit_next(method,
+retry_after)`, `hang_next(method, seconds, channel=, after=)` (a request held open, before
+or after it is handled; `held` lists those). What happened:
 `calls`, `calls_to(method)`, `messages(channel)`, `thread(channel, ts)`,
 `reactions(channel, ts)`, `ephemeral_messages`, `assistant_status`, `suggested_prompts`,
 `thread_titles`, `streams(channel)` (Slack's streaming methods: see tests.fakes.slack_streams,
@@ -65,6 +67,7 @@ from tests.fakes.slack_payloads import (
 from tests.fakes.slack_requests import SlackError, read_request
 from tests.fakes.slack_spec import unknown_arguments
 from tests.fakes.slack_streams import StreamMethods
+from tests.fakes.slack_trouble import ScriptedTrouble
 
 __all__ = [
     "MAX_TEXT",
@@ -108,7 +111,7 @@ class Call:
 _Handler = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class FakeSlack(WebMethods, FileMethods, StreamMethods, StopsOnExit):
+class FakeSlack(WebMethods, FileMethods, StreamMethods, ScriptedTrouble, StopsOnExit):
     """The fake Slack Web API, serving on 127.0.0.1 from the moment it is created."""
 
     def __init__(
@@ -314,48 +317,6 @@ class FakeSlack(WebMethods, FileMethods, StreamMethods, StopsOnExit):
                 lines.append(f"  messages in {channel}:")
                 lines += [f"    {m['ts']} {m.get('text', '')[:200]!r}" for m in messages]
         return "\n".join(lines)
-
-    # ---------------------------------------------------------------------------------------
-    # Scripted trouble
-
-    def fail_next(self, method: str, error: str = "internal_error", times: int = 1) -> None:
-        """The next `times` calls to `method` answer {"ok": false, "error": error}."""
-        with self._lock:
-            self._scripted[method].extend([("fail", error)] * times)
-
-    def rate_limit_next(self, method: str, retry_after: int = 1, times: int = 1) -> None:
-        """The next `times` calls to `method` answer HTTP 429 with `Retry-After: retry_after`."""
-        with self._lock:
-            self._scripted[method].extend([("rate_limit", retry_after)] * times)
-
-    def hang_next(
-        self,
-        method: str,
-        seconds: float,
-        *,
-        channel: str | None = None,
-        after: bool = False,
-        times: int = 1,
-    ) -> None:
-        """Hold the next `times` calls to `method` (in `channel`, if given) open for
-        `seconds`: before they are handled, or with `after=True` once they are (a post is in
-        the channel, its answer is late). Each one held is added to `held`."""
-        with self._lock:
-            self._hangs[method].append([channel, seconds, after, times])
-
-    def _take_hang(self, method: str, args: dict[str, Any]) -> tuple[float, bool] | None:
-        channel = args.get("channel") or args.get("channel_id")
-        with self._lock:
-            for hang in self._hangs[method]:
-                if hang[0] in (None, channel) and hang[3] > 0:
-                    hang[3] -= 1
-                    self.held.append((method, channel))
-                    return hang[1], hang[2]
-        return None
-
-    async def _hold(self, seconds: float) -> None:
-        # a thread waits, so stop() ends the hang at once
-        await asyncio.to_thread(self._stopping.wait, seconds)
 
     # ---------------------------------------------------------------------------------------
     # HTTP

@@ -19,10 +19,8 @@ from starlette.routing import Mount
 
 from bot.agent.admin_logins import AdminLogins
 from bot.agent.sessions import Sessions
-from bot.channels import BY_ADMIN
 from bot.messages import Message, Summary, ToolCall
 from bot.store.admin_sessions import AdminSessionStore
-from bot.store.channels import ChannelSettingsStore
 from bot.store.db import create_engine
 from bot.store.history import HistoryStore
 from bot.store.summaries import SummaryStore
@@ -389,28 +387,6 @@ def test_exports_download_the_session(bearer: httpx.Client) -> None:
 
     assert bearer.get("/admin/sessions/C0123/export.xml").status_code == 404
     assert bearer.get("/admin/sessions/NOPE/export.csv").status_code == 404
-
-
-def test_the_session_document_and_export_carry_the_channels_own_settings(
-    bearer: httpx.Client, database_url: str
-) -> None:
-    async def configure() -> None:
-        engine = create_engine(database_url)
-        try:
-            await ChannelSettingsStore(engine).change("C0123", {"answer_all": "on"}, BY_ADMIN)
-        finally:
-            await engine.dispose()
-
-    asyncio.run(configure())
-    document = bearer.get("/admin/api/sessions/C0123").json()
-    lines = bearer.get("/admin/sessions/C0123/export.jsonl").text.splitlines()
-    rows = csv.DictReader(io.StringIO(bearer.get("/admin/sessions/C0123/export.csv").text))
-
-    assert document["channel_settings"] == {"answer_all": "on"}
-    assert bearer.get("/admin/api/sessions/D0456").json()["channel_settings"] == {}
-    values = {"answer_all": "on"}
-    assert [json.loads(line)["channel_settings"] for line in lines] == [values] * 11
-    assert [json.loads(row["channel_settings"]) for row in rows] == [values] * 11
 
 
 def test_an_edited_question_is_marked_with_its_time(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,19 +18,22 @@ from bot.store.db import create_engines
 from bot.store.threads import ThreadStore
 from tests.cli.helpers import run_bot
 from tests.fakes.jira_server import FakeJira
-from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
+from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.agent_helpers import jira_settings, posted_card
-from tests.scenarios.slack.conftest import (
-    BOT,
-    Clock,
-    Database,
-    RunningBot,
-    posts,
-    turn_finished,
+from tests.scenarios.slack.conftest import Clock, Database, RunningBot, posts
+from tests.scenarios.slack.thread_helpers import (
+    ALICE,
+    BOB,
+    CAROL,
+    ask,
+    asked_in_a_thread,
+    in_thread,
+    name_people,
+    reply_of_alice,
+    said,
+    thread_of_three,
 )
-
-BOB, CAROL, ALICE = "UBOB", "UCAROL", "UALICE"
 
 
 @pytest.fixture
@@ -46,85 +48,7 @@ def api(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(autouse=True)
 def people(fake_slack: FakeSlack) -> None:
-    for user, name in ((BOB, "Bob"), (CAROL, "Carol"), (ALICE, "Alice")):
-        fake_slack.users[user] = {"display_name": name}
-
-
-def said(request: Request) -> str:
-    """The newest user message of a model request (either API mode)."""
-    conversation = request.body.get("messages") or request.body.get("input") or []
-    for item in reversed(conversation):
-        if item.get("role") == "user":
-            content = item.get("content")
-            if isinstance(content, list):
-                return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-            return content or ""
-    return ""
-
-
-def in_thread(
-    channel: str, ts: str, parent: str, text: str, user: str = ALICE, *, mention: bool = True
-) -> dict[str, Any]:
-    """A reply in a thread, as Slack sends it: an app_mention, or a plain message."""
-    if mention:
-        return {
-            "type": "app_mention",
-            "channel": channel,
-            "user": user,
-            "text": f"<@{BOT}> {text}",
-            "ts": ts,
-            "thread_ts": parent,
-        }
-    return {
-        "type": "message",
-        "channel": channel,
-        "channel_type": "channel",
-        "user": user,
-        "text": text,
-        "ts": ts,
-        "thread_ts": parent,
-    }
-
-
-def thread_of_three(fake_slack: FakeSlack, clock: Clock, channel: str = "C1") -> str:
-    parent = fake_slack.add_message(
-        channel, "The invoice export is failing for ACME", user=BOB, ts=clock.ts()
-    )
-    fake_slack.add_message(
-        channel, "same here since Tuesday", user=CAROL, ts=clock.ts(), thread_ts=parent
-    )
-    return parent
-
-
-async def ask(
-    bot: RunningBot, fake_slack: FakeSlack, event: dict[str, Any], *, in_slack: bool = True
-) -> None:
-    """Post ``event``'s message in the fake Slack (as it is there), deliver it, wait."""
-    if in_slack:
-        fake_slack.add_message(
-            event["channel"],
-            event["text"],
-            user=event["user"],
-            ts=event["ts"],
-            thread_ts=event.get("thread_ts"),
-        )
-    assert (await bot.send(event)).status_code == 200
-    await fake_slack.wait_for(turn_finished(event["channel"], event["ts"]))
-    await bot.idle()
-
-
-async def asked_in_a_thread(bot: RunningBot, fake_slack: FakeSlack, clock: Clock) -> str:
-    """Alice's question in the thread of three of C1, answered; the thread's parent ts."""
-    parent = thread_of_three(fake_slack, clock)
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
-    return parent
-
-
-def reply_of_alice(
-    clock: Clock, parent: str, text: str = "and assign it to Carol"
-) -> dict[str, Any]:
-    """Alice's reply in the thread, without a mention (a follow-up, where they apply)."""
-    return in_thread("C1", clock.ts(), parent, text, mention=False)
+    name_people(fake_slack)
 
 
 async def test_a_mention_in_a_thread_of_three_shows_their_words_and_names_and_stores_them(
