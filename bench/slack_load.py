@@ -7,6 +7,13 @@ so the ideal time until every answer is posted is 2 x latency.
 
     uv run python bench/slack_load.py                                   # SQLite
     uv run python bench/slack_load.py --database-url postgresql://postgres@127.0.0.1:5432/test
+    uv run python bench/slack_load.py --thread-messages 20              # each asked in a thread
+
+With ``--thread-messages N`` every mention is the last reply of a thread of N messages in
+its channel (a parent and N - 2 replies of five other people before it), so each turn also
+reads the thread (one ``conversations.replies``) and names its people (``users.info``,
+cached: the warm-up's thread has the same people). Compare it with the same run without
+the option to see what the thread context costs.
 
 On PostgreSQL the bot gets a fresh database on that server, dropped afterwards.
 
@@ -43,6 +50,9 @@ HOST = "127.0.0.1"
 
 
 ANSWER = "It is *now*. Anything else?"
+#: who writes the threads' other messages (``--thread-messages``)
+PEOPLE = {f"UPEOPLE{n}": f"Person {n}" for n in range(5)}
+THREAD_TEXT = "same here, since this morning"
 
 
 def answer_posts(slack: FakeSlack) -> list[Call]:
@@ -86,16 +96,41 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
 
 
-def mention(channel: str, ts: str) -> str:
-    return event_payload(
-        {
-            "type": "app_mention",
-            "channel": channel,
-            "user": "U1",
-            "text": f"<@UBOT> what time is it in {channel}?",
-            "ts": ts,
-        }
+def mention(channel: str, ts: str, thread_ts: str | None = None) -> str:
+    event = {
+        "type": "app_mention",
+        "channel": channel,
+        "user": "U1",
+        "text": f"<@UBOT> what time is it in {channel}?",
+        "ts": ts,
+    }
+    if thread_ts is not None:
+        event["thread_ts"] = thread_ts
+    return event_payload(event)
+
+
+def asked(slack: FakeSlack, channel: str, ts: str, thread_messages: int, earlier: int) -> str:
+    """The body of the mention at ``ts`` in ``channel``: at the top level, or (with
+    ``thread_messages``) the last reply of a thread the fake Slack holds, its other messages
+    written at second ``earlier`` by the people of PEOPLE."""
+    if not thread_messages:
+        return mention(channel, ts)
+    people = list(PEOPLE)
+    parent = slack.add_message(
+        channel, "The invoice export is failing again", user=people[0], ts=f"{earlier}.000100"
     )
+    for n in range(1, thread_messages - 1):
+        slack.add_message(
+            channel,
+            f"reply {n}: {THREAD_TEXT}",
+            user=people[n % len(people)],
+            ts=f"{earlier}.{100 + n:06d}",
+            thread_ts=parent,
+        )
+    body = mention(channel, ts, parent)
+    text = json.loads(body)["event"]["text"]
+    slack.add_message(channel, text, user="U1", ts=ts, thread_ts=parent)
+    return body
 
 
 async def send(http: aiohttp.ClientSession, url: str, body: str) -> float:
@@ -135,6 +170,15 @@ class Figures:
     rss_after: float
     posts: int
     phases: dict[str, list[float]]  # per channel: where the time went
+    replies: int  # conversations.replies calls during the burst (threads read)
+    lookups: int  # users.info calls during the burst (names not cached)
+    quoted: int  # channels whose model requests quoted their thread
+
+
+def quoted(openai: FakeOpenAI, channels: list[str]) -> int:
+    """How many of ``channels`` had their thread's messages in their model requests."""
+    texts = [json.dumps(r.body) for r in openai.requests]
+    return sum(any(f"in {c}?" in t and THREAD_TEXT in t for t in texts) for c in channels)
 
 
 def phases(
@@ -168,15 +212,21 @@ async def burst(
         # warm-up: imports, pools and first-call costs are not what is measured; fresh
         # timestamps, as a database reused from an earlier run holds claims on older ones
         run_ts = int(time.time())
-        await send(http, url, mention("CWARM", f"{run_ts}.000001"))
+        warm = asked(slack, "CWARM", f"{run_ts}.000001", args.thread_messages, run_ts - 1)
+        await send(http, url, warm)
         await wait_until(lambda: answered(slack, {"CWARM"}), 30)
         await wait_until(lambda: len(slack.calls_to("reactions.remove")) >= 1, 10)
         # open the client's connections beforehand: what is timed is the bot, not TCP set-up
         await asyncio.gather(*(ping(http, url) for _ in range(args.channels)))
         await asyncio.sleep(0.5)
         rss_before, cpu_before = rss_mb(pid), cpu_s(pid)
+        replies_before = len(slack.calls_to("conversations.replies"))
+        lookups_before = len(slack.calls_to("users.info"))
 
-        bodies = [mention(c, f"{run_ts + 1}.{i:06d}") for i, c in enumerate(channels)]
+        bodies = [
+            asked(slack, c, f"{run_ts + 1}.{i:06d}", args.thread_messages, run_ts)
+            for i, c in enumerate(channels)
+        ]
         started = time.monotonic()
         acks = await asyncio.gather(*(send(http, url, body) for body in bodies))
         # polled slowly (the fakes share this process and its GIL); the time of the last
@@ -194,6 +244,9 @@ async def burst(
             rss_after=rss_mb(pid),
             posts=len(answer_posts(slack)) - 1,
             phases=phases(slack, openai, channels, started, args.latency),
+            replies=len(slack.calls_to("conversations.replies")) - replies_before,
+            lookups=len(slack.calls_to("users.info")) - lookups_before,
+            quoted=quoted(openai, channels),
         )
 
 
@@ -205,6 +258,11 @@ def report(args: argparse.Namespace, figures: Figures) -> bool:
     database = args.database_url.split("://")[0]
     print(f"database          {database}; the bot: a `bot run --http` subprocess")
     print(f"mentions          {args.channels} channels at once; model latency {args.latency} s")
+    if args.thread_messages:
+        print(
+            f"threads           each mention the last of a {args.thread_messages}-message "
+            f"thread: {figures.replies} conversations.replies, {figures.lookups} users.info"
+        )
     print(f"ack latency       p50 {p50:.1f} ms, p99 {p99:.1f} ms")
     print(f"all answered      {figures.elapsed:.2f} s = {ratio:.2f}x the ideal {ideal:.1f} s")
     print(
@@ -225,6 +283,9 @@ def report(args: argparse.Namespace, figures: Figures) -> bool:
         "RSS back within 50 MB": growth <= 50,
         "one answer per mention": figures.posts == args.channels,
     }
+    if args.thread_messages:
+        verdicts["one thread read per mention"] = figures.replies == args.channels
+        verdicts["every thread shown to the model"] = figures.quoted == args.channels
     for name, ok in verdicts.items():
         print(f"  {'PASS' if ok else 'FAIL'}  {name}")
     return all(verdicts.values())
@@ -274,12 +335,23 @@ def main() -> None:
     )
     parser.add_argument("--channels", type=int, default=200)
     parser.add_argument("--latency", type=float, default=1.0, help="model latency, seconds")
+    parser.add_argument(
+        "--thread-messages",
+        type=int,
+        default=0,
+        metavar="N",
+        help="ask every mention as the last reply of an N-message thread (at least 2; "
+        "default: at the top level)",
+    )
     args = parser.parse_args()
+    if args.thread_messages and args.thread_messages < 2:
+        parser.error("--thread-messages needs at least 2 (a parent and the mention)")
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         if args.database_url and args.database_url.startswith("postgresql"):
             args.database_url = stack.enter_context(fresh_database(args.database_url, "bench"))
         args.database_url = args.database_url or f"sqlite:///{tmp}/bench.db"
         slack = FakeSlack(bot_token=TOKEN)
+        slack.users.update({user: {"display_name": name} for user, name in PEOPLE.items()})
         openai = FakeOpenAI(api_key="bench-key")
         openai.latency = args.latency
         openai.responder = one_tool_round

@@ -66,6 +66,11 @@ class ChannelSettings:
             return True
         return any(fnmatch.fnmatchcase(tool_name, pattern) for pattern in self.tools)
 
+    def approval(self, default: bool) -> bool:
+        """Whether a write waits for a person's approval in this channel: its own
+        ``write_approval`` when set, else ``default`` (WRITE_APPROVAL)."""
+        return self.write_approval if self.write_approval is not None else default
+
     def argument_defaults(self) -> dict[str, str]:
         """The settings a tool may take a default argument from (see ``tool(defaults=)``)."""
         return {"jira_project": self.jira_project} if self.jira_project else {}

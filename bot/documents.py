@@ -32,6 +32,7 @@ CSV_COLUMNS = (
     "turn_id",
     "created_at",
     "edited_at",
+    "channel_settings",
 )
 
 #: ``history export --turns --format csv``: one row a turn
@@ -51,7 +52,11 @@ TURN_CSV_COLUMNS = (
     "model",
     "api_mode",
     "error",
+    "channel_settings",
 )
+
+#: each channel's own settings as they are now, by channel ID (a channel with none: absent)
+SettingsByChannel = Mapping[str, Mapping[str, str]]
 
 
 def session_list(summaries: Iterable[SessionSummary]) -> list[dict[str, Any]]:
@@ -126,49 +131,63 @@ def turn_document(turn: TurnState) -> dict[str, Any]:
     return data
 
 
-def export_object(channel_id: str, message: Message) -> dict[str, Any]:
-    """One JSONL export line: the message document with its channel first."""
-    return {"channel_id": channel_id, **message.to_dict()}
+def export_object(
+    channel_id: str, message: Message, channel_settings: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """One JSONL export line: the message document with its channel first and the channel's
+    own settings last (``{}`` when it has none)."""
+    return {"channel_id": channel_id, **message.to_dict(), **_settings(channel_settings)}
 
 
-def csv_row(channel_id: str, message: Message) -> list[str]:
+def csv_row(
+    channel_id: str, message: Message, channel_settings: Mapping[str, str] | None = None
+) -> list[str]:
     """One CSV export row in ``CSV_COLUMNS`` order; what does not apply is empty."""
-    data = export_object(channel_id, message)
-    if "tool_calls" in data:
-        data["tool_calls"] = json.dumps(data["tool_calls"], ensure_ascii=False)
-    return ["" if data.get(column) is None else str(data[column]) for column in CSV_COLUMNS]
+    data = export_object(channel_id, message, channel_settings)
+    return _csv_cells(data, CSV_COLUMNS, ("tool_calls", "channel_settings"))
 
 
 async def export_lines(
-    messages: AsyncIterable[tuple[str, Message]], export_format: ExportFormat
+    messages: AsyncIterable[tuple[str, Message]],
+    export_format: ExportFormat,
+    channel_settings: SettingsByChannel | None = None,
 ) -> AsyncIterator[str]:
     """The export as text lines (each ending in its newline), one message at a time, so
-    an export of any size streams instead of being held in memory."""
+    an export of any size streams instead of being held in memory. Each line carries its
+    channel's own settings (``channel_settings``, by channel)."""
+    settings = channel_settings or {}
     if export_format == "jsonl":
         async for channel_id, message in messages:
-            yield json.dumps(export_object(channel_id, message), ensure_ascii=False) + "\n"
+            data = export_object(channel_id, message, settings.get(channel_id))
+            yield json.dumps(data, ensure_ascii=False) + "\n"
         return
     yield _csv_line(CSV_COLUMNS)
     async for channel_id, message in messages:
-        yield _csv_line(csv_row(channel_id, message))
+        yield _csv_line(csv_row(channel_id, message, settings.get(channel_id)))
 
 
 async def export_turn_lines(
-    turns: AsyncIterable[tuple[str, TurnState]], export_format: ExportFormat
+    turns: AsyncIterable[tuple[str, TurnState]],
+    export_format: ExportFormat,
+    channel_settings: SettingsByChannel | None = None,
 ) -> AsyncIterator[str]:
     """The turns' export as text lines, streamed: in JSONL each turn's document (as in
-    ``history show --json``) with its channel first; in CSV one row a turn, its tools and
-    feedback as JSON lists."""
+    ``history show --json``) with its channel first and the channel's own settings last; in
+    CSV one row a turn, its tools, feedback and channel settings as JSON."""
+    settings = channel_settings or {}
     if export_format == "csv":
         yield _csv_line(TURN_CSV_COLUMNS)
     async for channel_id, turn in turns:
-        data = {"channel_id": channel_id, **turn_document(turn)}
+        data = {
+            "channel_id": channel_id,
+            **turn_document(turn),
+            **_settings(settings.get(channel_id)),
+        }
         if export_format == "jsonl":
             yield json.dumps(data, ensure_ascii=False) + "\n"
             continue
-        for listed in ("tools", "feedback"):
-            data[listed] = json.dumps(data[listed], ensure_ascii=False)
-        yield _csv_line(["" if data.get(c) is None else str(data[c]) for c in TURN_CSV_COLUMNS])
+        listed = ("tools", "feedback", "channel_settings")
+        yield _csv_line(_csv_cells(data, TURN_CSV_COLUMNS, listed))
 
 
 def pretty_json(text: str | None) -> str:
@@ -179,6 +198,18 @@ def pretty_json(text: str | None) -> str:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
     except ValueError:
         return text
+
+
+def _settings(channel_settings: Mapping[str, str] | None) -> dict[str, dict[str, str]]:
+    return {"channel_settings": dict(channel_settings or {})}
+
+
+def _csv_cells(data: dict[str, Any], columns: Sequence[str], listed: Sequence[str]) -> list[str]:
+    """``data`` as cells in ``columns`` order: the ``listed`` keys it has as JSON text, a
+    missing or null one empty."""
+    dumped = {key: json.dumps(data[key], ensure_ascii=False) for key in listed if key in data}
+    cells = {**data, **dumped}
+    return ["" if cells.get(column) is None else str(cells[column]) for column in columns]
 
 
 def _csv_line(values: Sequence[str]) -> str:

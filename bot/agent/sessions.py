@@ -8,7 +8,13 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
 
-from bot.documents import ExportFormat, export_lines, export_turn_lines, session_document
+from bot.documents import (
+    ExportFormat,
+    SettingsByChannel,
+    export_lines,
+    export_turn_lines,
+    session_document,
+)
 from bot.messages import Message, SessionSummary, Summary
 from bot.store.channels import ChannelSettingsStore
 from bot.store.feedback import FeedbackStore
@@ -59,15 +65,25 @@ class Sessions:
         summaries = await self.memory(channel_id)
         return session_document(channel_id, messages, turns, settings, summaries)
 
-    def export(self, channel_id: str | None, export_format: ExportFormat) -> AsyncIterator[str]:
-        """Every stored message (of one channel, or all) as export lines, streamed."""
-        return export_lines(self._history.iter_messages(channel_id), export_format)
-
-    def export_turns(
-        self, channel_id: str | None, export_format: ExportFormat
+    async def export(
+        self, channel_id: str | None, export_format: ExportFormat, *, turns: bool = False
     ) -> AsyncIterator[str]:
-        """Every recorded turn (of one channel, or all) as export lines, streamed."""
-        return export_turn_lines(self._history.iter_turns(channel_id), export_format)
+        """Every stored message (with ``turns``: every recorded turn) of one channel, or all,
+        as export lines, streamed, each with its channel's own settings."""
+        settings = await self._settings_by_channel(channel_id)
+        if turns:
+            lines = export_turn_lines(self._history.iter_turns(channel_id), export_format, settings)
+        else:
+            lines = export_lines(self._history.iter_messages(channel_id), export_format, settings)
+        async for line in lines:
+            yield line
+
+    async def _settings_by_channel(self, channel_id: str | None) -> SettingsByChannel:
+        """The own settings of one channel, or of every channel that has some (read once,
+        before an export streams)."""
+        if channel_id is not None:
+            return {channel_id: await self._channels.get(channel_id)}
+        return await self._channels.all()
 
     async def delete(self, channel_id: str) -> int:
         """Forget one session; how many messages went."""

@@ -8,7 +8,7 @@ import json
 import click
 
 from bot.agent.conversations import Incoming, Reply
-from bot.agent.observer import RUN, UNOBSERVED, TurnObserver
+from bot.agent.observer import RUN, TurnObserver
 from bot.cli.common import prepare_database, settings_for
 from bot.config import Settings
 from bot.messages import Decision, ToolCall
@@ -26,7 +26,7 @@ def ask(channel: str, user_id: str | None, approve: bool, text: tuple[str, ...])
     settings = settings_for("OPENAI_API_KEY", log_level="WARNING")
     prepare_database(settings.store)
     incoming = Incoming(channel, " ".join(text), user_id=user_id)
-    return asyncio.run(_ask(settings, incoming, _decided(settings, approve)))
+    return asyncio.run(_ask(settings, incoming, Decided(settings.slack.WRITE_APPROVAL, approve)))
 
 
 NOT_APPROVED = (
@@ -35,36 +35,49 @@ NOT_APPROVED = (
 )
 
 
-class Decided(TurnObserver):
-    """``bot ask``: every write decided in advance."""
+NOBODY_TO_ASK = (
+    "Not done: this action changes records and needs approval, and nobody at the terminal "
+    "could give it."
+)
+DECLINED = Decision("decline", "Not done: the person declined this action.")
 
-    def __init__(self, decision: Decision) -> None:
-        self.decision = decision
+
+class Decided(TurnObserver):
+    """``bot ask``: where a write needs approval (the channel's ``write_approval``, else
+    WRITE_APPROVAL), it was given in advance (--approve) or it is declined."""
+
+    def __init__(self, approval: bool, approve: bool) -> None:
+        self.approval = approval
+        self.approve = approve
 
     async def decide(self, state: TurnState, call: ToolCall) -> Decision:
-        return self.decision
+        if not state.channel.approval(self.approval) or self.approve:
+            return RUN
+        return Decision("decline", NOT_APPROVED)
 
 
 class AtPrompt(TurnObserver):
-    """``bot chat``: the person at the terminal approves each write."""
+    """``bot chat``: where a write needs approval (the channel's ``write_approval``, else
+    WRITE_APPROVAL), the person at the terminal is asked; with nobody to answer (the input
+    ended) it is declined."""
+
+    def __init__(self, approval: bool) -> None:
+        self.approval = approval
 
     async def decide(self, state: TurnState, call: ToolCall) -> Decision:
+        if not state.channel.approval(self.approval):
+            return RUN
         try:
             arguments = json.dumps(json.loads(call.arguments or "{}"), indent=2, ensure_ascii=False)
         except json.JSONDecodeError:
             arguments = call.arguments
         click.echo(f"The bot wants to run {call.name} with:\n{arguments}")
-        answer = await asyncio.to_thread(input, "Allow it? [y/N] ")
-        if answer.strip().lower() in {"y", "yes"}:
-            return RUN
-        return Decision("decline", "Not done: the person declined this action.")
-
-
-def _decided(settings: Settings, approve: bool) -> TurnObserver:
-    """Writes approved in advance (--approve), or declined with a reason the model reads."""
-    if not settings.slack.WRITE_APPROVAL:
-        return UNOBSERVED
-    return Decided(RUN if approve else Decision("decline", NOT_APPROVED))
+        try:
+            answer = await asyncio.to_thread(input, "Allow it? [y/N] ")
+        except EOFError:
+            click.echo()
+            return Decision("decline", NOBODY_TO_ASK)
+        return RUN if answer.strip().lower() in {"y", "yes"} else DECLINED
 
 
 async def _ask(settings: Settings, incoming: Incoming, observer: TurnObserver) -> int:
@@ -92,6 +105,7 @@ def chat(channel: str) -> int:
 async def _chat(settings: Settings, channel: str) -> int:
     services = build_services(settings)
     click.echo(f"Talking in session '{channel}'. Ctrl-D or 'exit' to leave.")
+    observer = AtPrompt(settings.slack.WRITE_APPROVAL)
     try:
         while True:
             try:
@@ -103,7 +117,6 @@ async def _chat(settings: Settings, channel: str) -> int:
                 return 0
             if not text.strip():
                 continue
-            observer = AtPrompt() if settings.slack.WRITE_APPROVAL else UNOBSERVED
             reply = await _turn(services, Incoming(channel, text), observer)
             click.echo(("bot> " if reply.ok else "bot (error)> ") + reply.text)
     finally:

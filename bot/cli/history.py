@@ -122,9 +122,8 @@ def export(
         if channel is not None:
             await _require_channel(sessions, channel)
         lines = 0
-        exported = sessions.export_turns if turns else sessions.export
         with _open_output(output) as out:
-            async for line in exported(channel, export_format):
+            async for line in sessions.export(channel, export_format, turns=turns):
                 out.write(line)
                 lines += 1
         return lines - (export_format == "csv")  # the CSV header is not a record

@@ -54,8 +54,7 @@ class InThread(TurnObserver):
     async def decide(self, state: TurnState, call: ToolCall) -> Decision:
         if self.external:
             return _REFUSE_A_GUEST
-        approval = state.channel.write_approval
-        if approval if approval is not None else self.approval:
+        if state.channel.approval(self.approval):
             return PAUSE
         return await super().decide(state, call)
 

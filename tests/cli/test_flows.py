@@ -8,7 +8,7 @@ import json
 import pytest
 
 from tests.cli.helpers import load_examples, run_bot
-from tests.cli.test_core_commands import stored
+from tests.cli.test_core_commands import model_env, stored
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
 
@@ -25,19 +25,25 @@ def jira():  # type: ignore[no-untyped-def]
         yield fake
 
 
+def jira_env(
+    database_url: str, fake_openai: FakeOpenAI, jira: FakeJira, **extra: str
+) -> dict[str, str]:
+    """The settings of a ``bot ask`` with the fake model and the fake Jira (project TASK)."""
+    return model_env(
+        fake_openai,
+        database_url,
+        JIRA_URL=jira.url,
+        JIRA_EMAIL="bot@example.com",
+        JIRA_API_TOKEN="jira-secret",
+        JIRA_PROJECT="TASK",
+        **extra,
+    )
+
+
 @pytest.fixture
 def env(database_url: str, fake_openai: FakeOpenAI, jira: FakeJira):  # type: ignore[no-untyped-def]
-    values = {
-        "DATABASE_URL": database_url,
-        "OPENAI_API_KEY": "test-key",
-        "OPENAI_BASE_URL": fake_openai.base_url,
-        "JIRA_URL": jira.url,
-        "JIRA_EMAIL": "bot@example.com",
-        "JIRA_API_TOKEN": "jira-secret",
-        "JIRA_PROJECT": "TASK",
-    }
     load_examples(database_url)
-    return values
+    return jira_env(database_url, fake_openai, jira)
 
 
 def tool_result(request, call_id: str) -> dict:  # type: ignore[no-untyped-def]

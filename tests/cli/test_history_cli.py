@@ -258,6 +258,7 @@ def test_export_csv_to_stdout_and_to_a_file(bot, tmp_path: Path) -> None:  # typ
         "turn_id",
         "created_at",
         "edited_at",
+        "channel_settings",
     ]
     assert len(rows) == 7
     assert rows[0]["content"] == QUESTION and rows[0]["user_id"] == "U1"
@@ -293,7 +294,10 @@ def test_export_turns_as_jsonl_and_as_a_second_csv(bot, tmp_path: Path, database
     ]
     # each the turn's document of history show --json, with its channel first
     shown = json.loads(bot("history", "show", "C0123", "--json").stdout)["turns"]
-    assert [{k: v for k, v in t.items() if k != "channel_id"} for t in turns[:2]] == shown
+    mine = [
+        {k: v for k, v in t.items() if k not in ("channel_id", "channel_settings")} for t in turns
+    ]
+    assert mine[:2] == shown
     first = turns[0]
     assert first["rounds"] == 1 and first["tools"] == ["jira_get_issue"]
     assert (first["tokens_in"], first["tokens_out"], first["latency_ms"]) == (1500, 120, 2345)
@@ -322,6 +326,7 @@ def test_export_turns_as_jsonl_and_as_a_second_csv(bot, tmp_path: Path, database
         "model",
         "api_mode",
         "error",
+        "channel_settings",
     ]
     assert [row["outcome"] for row in rows] == ["answered", "error", "max_rounds"]
     assert json.loads(rows[0]["tools"]) == ["jira_get_issue"]

@@ -111,13 +111,18 @@ def test_session_document_follows_the_interface_shapes() -> None:
 
 
 async def test_jsonl_export_is_one_message_document_a_line_with_its_channel() -> None:
-    text = await collect(export_lines(pairs("C1", MESSAGES), "jsonl"))
+    settings = {"C1": {"answer_all": "on"}}
+    text = await collect(export_lines(pairs("C1", MESSAGES), "jsonl", settings))
 
     lines = text.splitlines()
     assert len(lines) == len(MESSAGES)
     assert "🎫 日本語" in lines[0]  # kept readable, not \u-escaped
     for line, message in zip(lines, MESSAGES, strict=True):
-        assert json.loads(line) == {"channel_id": "C1", **message.to_dict()}
+        assert json.loads(line) == {
+            "channel_id": "C1",
+            **message.to_dict(),
+            "channel_settings": {"answer_all": "on"},
+        }
         assert next(iter(json.loads(line))) == "channel_id"
 
 
@@ -134,6 +139,7 @@ async def test_csv_export_has_the_columns_and_round_trips_awkward_text() -> None
     assert rows[2]["tool_call_id"] == "call_1" and rows[2]["tool_calls"] == ""
     assert rows[3]["content"] == MESSAGES[3].content
     assert {row["turn_id"] for row in rows} == {"7"}
+    assert {row["channel_settings"] for row in rows} == {"{}"}  # C1 has none of its own
 
 
 async def test_csv_export_of_nothing_is_the_header_alone() -> None:

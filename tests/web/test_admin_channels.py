@@ -1,9 +1,13 @@
 """The channels' settings in the admin app over real HTTP: the JSON API (PUT, null unsets),
-the form's CSRF token, the same checks as the CLI, and who changed what."""
+the form's CSRF token, the same checks as the CLI, and who changed what; the session
+document and export that carry them."""
 
 from __future__ import annotations
 
 import contextlib
+import csv
+import io
+import json
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
@@ -20,7 +24,7 @@ from bot.store.db import create_engines
 from bot.store.history import HistoryStore
 from bot.web.admin import admin_app
 from tests.fakes.serve import ServedApp, serve_in_thread
-from tests.web.test_admin_api import TOKEN, csrf_of, log_in
+from tests.web.test_admin_api import TOKEN, csrf_of, log_in, seed_history
 
 
 @contextlib.contextmanager
@@ -86,3 +90,24 @@ def test_a_change_without_its_csrf_token_is_refused(served: ServedApp) -> None:
         assert browser.get("/admin/api/channels/C1").json()["settings"] == {
             "instructions": "Be brief"
         }
+
+
+def test_the_session_document_and_export_carry_the_channels_own_settings(
+    database_url: str,
+) -> None:
+    seed_history(database_url)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    with (
+        serve_channels(database_url) as served,
+        httpx.Client(base_url=served.url, headers=headers, timeout=10) as api,
+    ):
+        assert api.put("/admin/api/channels/C0123", json={"answer_all": True}).status_code == 200
+        document = api.get("/admin/api/sessions/C0123").json()
+        other = api.get("/admin/api/sessions/D0456").json()
+        lines = api.get("/admin/sessions/C0123/export.jsonl").text.splitlines()
+        rows = list(csv.DictReader(io.StringIO(api.get("/admin/sessions/C0123/export.csv").text)))
+
+    values = {"answer_all": "on"}
+    assert document["channel_settings"] == values and other["channel_settings"] == {}
+    assert [json.loads(line)["channel_settings"] for line in lines] == [values] * 11
+    assert [json.loads(row["channel_settings"]) for row in rows] == [values] * 11

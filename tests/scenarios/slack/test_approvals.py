@@ -7,6 +7,10 @@ import asyncio
 import json
 from collections.abc import Callable
 
+from bot.agent.loop import NOT_IN_CHANNEL
+from bot.channels import BY_ADMIN
+from bot.store.channels import ChannelSettingsStore
+from bot.store.db import create_engines
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.fakes.slack_server import FakeSlack
@@ -18,7 +22,7 @@ from tests.scenarios.slack.agent_helpers import (
     press,
     script_ticket_flow,
 )
-from tests.scenarios.slack.conftest import Clock, RunningBot, mention
+from tests.scenarios.slack.conftest import Clock, Database, RunningBot, mention
 
 ASK = "find Ana and open a ticket for her"
 
@@ -97,6 +101,41 @@ async def test_cancel_tells_the_model_and_an_admin_may_press(
     assert "cancelled this action" in json.dumps(fake_openai.requests[-1].body)
     settled = next(m for m in fake_slack.messages("C1") if m["ts"] == card["ts"])
     assert "Cancelled by <@UADMIN>" in json.dumps(settled["blocks"])
+
+
+async def test_a_tool_taken_from_the_channel_while_its_card_waits_is_refused_at_the_press(
+    start_bot,
+    fake_slack: FakeSlack,
+    fake_openai: FakeOpenAI,
+    fake_jira: FakeJira,
+    clock: Clock,
+    db: Database,
+    bot_database_url: str,
+) -> None:
+    """The card is up; an admin sets the channel's tools to leave the write out; the asker
+    presses Create -> nothing is created, the thread reads a plain refusal, the stored turn
+    holds it as the call's result."""
+    bot, card = await ask_for_ticket(start_bot, fake_slack, fake_openai, fake_jira, clock)
+    engines = create_engines(bot_database_url)
+    try:
+        await ChannelSettingsStore(engines).change("C1", {"tools": "crm_*"}, BY_ADMIN)
+    finally:
+        await engines.dispose()
+
+    assert await press(bot, "approve_write", card) == 200
+
+    refusal = NOT_IN_CHANNEL.format("jira_create_issue")
+    await fake_slack.wait_for(lambda s: bool(answers(s, "C1", "I did not open a ticket")))
+    await bot.idle()
+    (answer,) = answers(fake_slack, "C1", "I did not open a ticket")
+    assert "not available in this channel" in answer["text"]
+    assert answer["thread_ts"] == card["thread_ts"]
+    assert fake_jira.created == [] and not fake_jira.calls("POST", "/issue$")
+    stored = await db.history.messages("C1")
+    (result,) = [m for m in stored if m.role == "tool" and m.name == "jira_create_issue"]
+    assert json.loads(result.content or "{}") == {"error": refusal}
+    (turn,) = await db.history.turns("C1")
+    assert turn.outcome == "answered" and turn.tools_called[-1] == "jira_create_issue"
 
 
 async def test_an_unanswered_request_expires_and_a_late_press_does_nothing(

@@ -1,6 +1,6 @@
 """The conversation around a question: a question asked in a thread shows the model the
 thread's messages (names, times, quoted as material), stores them with the question and
-follows their deletion; the asker's replies in the bot's thread are follow-ups; the
+follows their deletions and edits; the asker's replies in the bot's thread are follow-ups; the
 slack_read_channel tool reads the question's channel alone. Both API modes, SQLite and
 PostgreSQL."""
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,19 +18,22 @@ from bot.store.db import create_engines
 from bot.store.threads import ThreadStore
 from tests.cli.helpers import run_bot
 from tests.fakes.jira_server import FakeJira
-from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
+from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.agent_helpers import jira_settings, posted_card
-from tests.scenarios.slack.conftest import (
-    BOT,
-    Clock,
-    Database,
-    RunningBot,
-    posts,
-    turn_finished,
+from tests.scenarios.slack.conftest import Clock, Database, RunningBot, posts
+from tests.scenarios.slack.thread_helpers import (
+    ALICE,
+    BOB,
+    CAROL,
+    ask,
+    asked_in_a_thread,
+    in_thread,
+    name_people,
+    reply_of_alice,
+    said,
+    thread_of_three,
 )
-
-BOB, CAROL, ALICE = "UBOB", "UCAROL", "UALICE"
 
 
 @pytest.fixture
@@ -46,71 +48,7 @@ def api(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(autouse=True)
 def people(fake_slack: FakeSlack) -> None:
-    for user, name in ((BOB, "Bob"), (CAROL, "Carol"), (ALICE, "Alice")):
-        fake_slack.users[user] = {"display_name": name}
-
-
-def said(request: Request) -> str:
-    """The newest user message of a model request (either API mode)."""
-    conversation = request.body.get("messages") or request.body.get("input") or []
-    for item in reversed(conversation):
-        if item.get("role") == "user":
-            content = item.get("content")
-            if isinstance(content, list):
-                return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-            return content or ""
-    return ""
-
-
-def in_thread(
-    channel: str, ts: str, parent: str, text: str, user: str = ALICE, *, mention: bool = True
-) -> dict[str, Any]:
-    """A reply in a thread, as Slack sends it: an app_mention, or a plain message."""
-    if mention:
-        return {
-            "type": "app_mention",
-            "channel": channel,
-            "user": user,
-            "text": f"<@{BOT}> {text}",
-            "ts": ts,
-            "thread_ts": parent,
-        }
-    return {
-        "type": "message",
-        "channel": channel,
-        "channel_type": "channel",
-        "user": user,
-        "text": text,
-        "ts": ts,
-        "thread_ts": parent,
-    }
-
-
-def thread_of_three(fake_slack: FakeSlack, clock: Clock, channel: str = "C1") -> str:
-    parent = fake_slack.add_message(
-        channel, "The invoice export is failing for ACME", user=BOB, ts=clock.ts()
-    )
-    fake_slack.add_message(
-        channel, "same here since Tuesday", user=CAROL, ts=clock.ts(), thread_ts=parent
-    )
-    return parent
-
-
-async def ask(
-    bot: RunningBot, fake_slack: FakeSlack, event: dict[str, Any], *, in_slack: bool = True
-) -> None:
-    """Post ``event``'s message in the fake Slack (as it is there), deliver it, wait."""
-    if in_slack:
-        fake_slack.add_message(
-            event["channel"],
-            event["text"],
-            user=event["user"],
-            ts=event["ts"],
-            thread_ts=event.get("thread_ts"),
-        )
-    assert (await bot.send(event)).status_code == 200
-    await fake_slack.wait_for(turn_finished(event["channel"], event["ts"]))
-    await bot.idle()
+    name_people(fake_slack)
 
 
 async def test_a_mention_in_a_thread_of_three_shows_their_words_and_names_and_stores_them(
@@ -171,10 +109,9 @@ async def test_the_askers_follow_up_is_answered_once_and_someone_elses_is_contex
     api: str,
 ) -> None:
     bot = start_bot(LLM_API=api)
-    parent = thread_of_three(fake_slack, clock)
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    parent = await asked_in_a_thread(bot, fake_slack, clock)
 
-    follow_up = in_thread("C1", clock.ts(), parent, "and assign it to Carol", mention=False)
+    follow_up = reply_of_alice(clock, parent)
     await ask(bot, fake_slack, follow_up)
     assert (await bot.send(follow_up)).status_code == 200  # delivered again: answered once
     await bot.idle()
@@ -188,7 +125,7 @@ async def test_the_askers_follow_up_is_answered_once_and_someone_elses_is_contex
     assert not [p for p in posts(fake_slack, "C1") if "I can take it" in p["text"]]
     assert len(fake_openai.requests) == 2
 
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "thanks", mention=False))
+    await ask(bot, fake_slack, reply_of_alice(clock, parent, "thanks"))
     text = said(fake_openai.requests[-1])
     assert f"<@{CAROL}> (Carol)" in text and "> I can take it" in text
     # what the history holds already is not shown again
@@ -202,10 +139,9 @@ async def test_without_follow_ups_a_reply_needs_a_mention(
     clock: Clock,
 ) -> None:
     bot = start_bot(FOLLOW_UPS="off")
-    parent = thread_of_three(fake_slack, clock)
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    parent = await asked_in_a_thread(bot, fake_slack, clock)
 
-    reply = in_thread("C1", clock.ts(), parent, "and assign it to Carol", mention=False)
+    reply = reply_of_alice(clock, parent)
     assert (await bot.send(reply)).status_code == 200
     await bot.idle()
 
@@ -236,10 +172,9 @@ async def test_a_channels_own_follow_ups_outweighs_the_bots(
     )
     assert done.returncode == 0, done.stderr
     bot = start_bot(FOLLOW_UPS=everywhere)
-    parent = thread_of_three(fake_slack, clock)
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    parent = await asked_in_a_thread(bot, fake_slack, clock)
 
-    reply = in_thread("C1", clock.ts(), parent, "and assign it to Carol", mention=False)
+    reply = reply_of_alice(clock, parent)
     assert (await bot.send(reply)).status_code == 200
     await fake_slack.wait_for(lambda s: len(posts(s, "C1")) >= (2 if here == "on" else 1))
     await bot.idle()
@@ -249,13 +184,21 @@ async def test_a_channels_own_follow_ups_outweighs_the_bots(
     assert len(fake_openai.requests) == (2 if here == "on" else 1)
 
 
+async def carols_reply_shown(
+    bot: RunningBot, fake_slack: FakeSlack, db: Database, clock: Clock
+) -> tuple[str, str]:
+    """The question asked in the thread of three, stored with Carol's reply in its context;
+    the thread's parent ts and her reply's."""
+    parent = await asked_in_a_thread(bot, fake_slack, clock)
+    assert "same here since Tuesday" in (await db.history.messages("C1"))[0].content
+    carol = next(m["ts"] for m in fake_slack.thread("C1", parent) if m["user"] == CAROL)
+    return parent, carol
+
+
 async def test_a_thread_message_deleted_in_slack_leaves_the_stored_context(
     bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
 ) -> None:
-    parent = thread_of_three(fake_slack, clock)
-    carol = next(m["ts"] for m in fake_slack.thread("C1", parent) if m["user"] == CAROL)
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
-    assert "same here since Tuesday" in (await db.history.messages("C1"))[0].content
+    _, carol = await carols_reply_shown(bot, fake_slack, db, clock)
 
     fake_slack.remove_message("C1", carol)
     deletion = {
@@ -272,6 +215,42 @@ async def test_a_thread_message_deleted_in_slack_leaves_the_stored_context(
     question = (await db.history.messages("C1"))[0]
     assert "Tuesday" not in question.content and f"<@{CAROL}>" not in question.content
     assert "ACME" in question.content and question.content.endswith("open a ticket for this")
+
+
+async def test_a_thread_message_edited_in_slack_reads_as_edited_in_the_stored_context(
+    bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, db: Database, clock: Clock
+) -> None:
+    parent, carol = await carols_reply_shown(bot, fake_slack, db, clock)
+
+    fake_slack.edit_message("C1", carol, "same here since Monday")
+    at = clock.ts()
+    message = {"type": "message", "user": CAROL, "ts": carol, "thread_ts": parent}
+    edit = {
+        "type": "message",
+        "subtype": "message_changed",
+        "hidden": True,
+        "channel": "C1",
+        "ts": at,
+        "event_ts": at,
+        "message": {
+            **message,
+            "text": "same here since Monday",
+            "edited": {"user": CAROL, "ts": at},
+        },
+        "previous_message": {**message, "text": "same here since Tuesday"},
+    }
+    assert (await bot.send(edit)).status_code == 200
+    await bot.idle()
+
+    question = (await db.history.messages("C1"))[0]
+    assert "> same here since Monday" in question.content and "Tuesday" not in question.content
+    assert question.context is not None
+    assert [line.text for line in question.context.lines if line.ts == carol] == [
+        "same here since Monday"
+    ]
+    assert f"<@{CAROL}> (Carol)" in question.content
+    assert "ACME" in question.content and question.content.endswith("open a ticket for this")
+    assert question.edited_at is not None
 
 
 async def test_an_instruction_in_the_thread_runs_no_write_without_approval(
@@ -325,10 +304,9 @@ async def test_a_thread_of_two_thousand_stays_within_the_budget_and_a_few_calls(
 async def test_a_429_on_the_thread_is_waited_out(
     bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
 ) -> None:
-    parent = thread_of_three(fake_slack, clock)
     fake_slack.rate_limit_next("conversations.replies", retry_after=1)
 
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    await asked_in_a_thread(bot, fake_slack, clock)
 
     statuses = [c.status for c in fake_slack.calls_to("conversations.replies")]
     assert statuses == [429, 200]
@@ -342,9 +320,8 @@ async def test_without_thread_context_slack_is_not_read(
     clock: Clock,
 ) -> None:
     bot = start_bot(THREAD_CONTEXT_TOKENS="0")
-    parent = thread_of_three(fake_slack, clock)
 
-    await ask(bot, fake_slack, in_thread("C1", clock.ts(), parent, "open a ticket for this"))
+    await asked_in_a_thread(bot, fake_slack, clock)
 
     assert fake_slack.calls_to("conversations.replies") == []
     assert said(fake_openai.requests[0]) == "open a ticket for this"
