@@ -297,6 +297,13 @@ class FakeSlack(
         with self._lock:
             self._messages[channel] = [m for m in self._messages[channel] if m["ts"] != ts]
 
+    def edit_message(self, channel: str, ts: str, text: str) -> None:
+        """Someone edited their message (the event is the test's to send)."""
+        with self._lock:
+            for message in self._messages[channel]:
+                if message["ts"] == ts:
+                    message["text"] = text
+
     def wait_for_sync(
         self,
         predicate: Callable[[FakeSlack], bool],

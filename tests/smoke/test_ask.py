@@ -110,7 +110,10 @@ def test_the_server_accepts_every_tool_the_bot_offers(
         status, answer, stderr = ask(tmp_path, settings, "Hello! What can you do for me?")
 
     assert listed.returncode == 0, listed.stderr
-    offered = {json.loads(line)["name"] for line in listed.stdout.splitlines()}
+    # the lines of tools (each has its "name"), then of MCP servers (each its "server")
+    lines = [json.loads(line) for line in listed.stdout.splitlines()]
+    offered = {line["name"] for line in lines if "name" in line}
+    assert [line["state"] for line in lines if "server" in line] == ["connected"]
     # built in, CRM, Jira and the MCP server's
     assert {"get_current_time", "crm_find_contacts", "jira_get_issue", "fake__lookup"} <= offered
     assert status == 0, stderr
