@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, insert, select, update
+from sqlalchemy import Connection, Row, Select, bindparam, insert, select, true, update
 
 from bot.messages import Message, Outcome, utcnow
 from bot.store.models import MessageRow, TurnRow
@@ -178,20 +178,32 @@ def finished(record: TurnState) -> dict[str, Any]:
 
 
 def insert_begun(
-    connection: Connection, record: TurnState, channel_id: str, window: Window, user: Message
-) -> tuple[OpenTurn, Message]:
-    """A running turn and the person's message after ``window`` (the channel's, just read)."""
-    begun = _insert_begun(connection, record, channel_id, window, user, checked=False)
+    connection: Connection,
+    record: TurnState,
+    channel_id: str,
+    window: Window,
+    user: Message,
+    beside: Select[Any],
+) -> tuple[OpenTurn, Message, Row[Any]]:
+    """A running turn and the person's message after ``window`` (the channel's, just read),
+    and the row ``beside`` reads (its ``channel`` parameter: ``channel_id``), in the same
+    statement."""
+    begun = _insert_begun(connection, record, channel_id, window, user, beside, checked=False)
     assert begun is not None  # an unchecked INSERT always inserts
     return begun
 
 
 def insert_begun_unchanged(
-    connection: Connection, record: TurnState, channel_id: str, kept: Window, user: Message
-) -> tuple[OpenTurn, Message] | None:
+    connection: Connection,
+    record: TurnState,
+    channel_id: str,
+    kept: Window,
+    user: Message,
+    beside: Select[Any],
+) -> tuple[OpenTurn, Message, Row[Any]] | None:
     """``insert_begun`` after the ``kept`` window, if the channel's rows are still exactly
     its own (bot.store.window.span); None, and nothing stored, when they are not."""
-    return _insert_begun(connection, record, channel_id, kept, user, checked=True)
+    return _insert_begun(connection, record, channel_id, kept, user, beside, checked=True)
 
 
 def _insert_begun(
@@ -200,24 +212,25 @@ def _insert_begun(
     channel_id: str,
     window: Window,
     user: Message,
+    beside: Select[Any],
     checked: bool,
-) -> tuple[OpenTurn, Message] | None:
+) -> tuple[OpenTurn, Message, Row[Any]] | None:
     turn = OpenTurn(0, channel_id, window.newest)
     if not checked:
         find_position(connection, turn)
     (stored,), (row,) = message_rows(turn, [user])
     values = new_turn(record)
-    params = _prefixed("t_", values) | _prefixed("m_", row)
+    params = _prefixed("t_", values) | _prefixed("m_", row) | {"channel": channel_id}
     if checked:
         expected = span(window)
-        params |= {"channel": channel_id, "oldest": expected.pop("oldest")}
+        params["oldest"] = expected.pop("oldest")
         params |= _prefixed("w_", expected)
-    statement = _begun_statement(tuple(values), tuple(row), checked)
+    statement = _begun_statement(tuple(values), tuple(row), checked, beside)
     inserted = connection.execute(statement, params).first()
     if inserted is None:
         return None
-    message_id, turn.id = inserted
-    return turn, stored.with_(id=message_id, turn_id=turn.id)
+    turn.id = inserted.begun_turn_id
+    return turn, stored.with_(id=inserted.begun_message_id, turn_id=turn.id), inserted
 
 
 def append_finishing(
@@ -244,9 +257,12 @@ def _prefixed(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
 
 
 @functools.cache
-def _begun_statement(turn: tuple[str, ...], message: tuple[str, ...], checked: bool) -> Any:
-    """INSERT of a turn's row (``turn``: its columns) and of its person's message; when
-    ``checked``, only where the channel's SPAN is the kept window's (w_ parameters)."""
+def _begun_statement(
+    turn: tuple[str, ...], message: tuple[str, ...], checked: bool, beside: Select[Any]
+) -> Any:
+    """INSERT of a turn's row (``turn``: its columns) and of its person's message, giving
+    back their ids beside the row ``beside`` reads; when ``checked``, only where the
+    channel's SPAN is the kept window's (w_ parameters)."""
     values = select(*_bound("t_", turn, TURNS).values())
     if checked:
         seen = SPAN.cte("span")
@@ -259,11 +275,16 @@ def _begun_statement(turn: tuple[str, ...], message: tuple[str, ...], checked: b
         )
     begun = insert(TURNS).from_select(list(turn), values).returning(TURNS.c.id).cte("begun")
     columns = _bound("m_", message, MESSAGES) | {"turn_id": begun.c.id}
-    return (
+    stored = (
         insert(MESSAGES)
         .from_select(list(message), select(*(columns[name] for name in message)))
         .returning(MESSAGES.c.id, MESSAGES.c.turn_id)
+        .cte("stored")
     )
+    read = beside.subquery("beside")
+    return select(
+        stored.c.id.label("begun_message_id"), stored.c.turn_id.label("begun_turn_id"), read
+    ).select_from(stored.join(read, true()))
 
 
 @functools.cache

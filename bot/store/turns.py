@@ -17,8 +17,9 @@ import functools
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, bindparam, literal_column, select, update
+from sqlalchemy import Connection, Row, bindparam, literal_column, select, update
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -85,20 +86,21 @@ class TurnStore:
             return window, turn, stored, _standing(connection, channel_id)
 
         def in_one(connection: Connection) -> tuple[Window, OpenTurn, Message, Standing] | None:
-            # PostgreSQL (see bot.store.journal): one statement that checks the kept window
-            # and stores the turn; else the window read, then one statement. The channel is
-            # held, so only a deletion can come between the two, as it can between two
-            # statements of a READ COMMITTED transaction (the deletion drops the kept
-            # window). A channel with a turn cut short needs a transaction (None: ``work``)
+            # PostgreSQL (see bot.store.journal): one statement that checks the kept window,
+            # stores the turn and reads the channel's standing; else the window read, then
+            # one statement. The channel is held, so only a deletion can come between the
+            # two, as it can between two statements of a READ COMMITTED transaction (the
+            # deletion drops the kept window). A channel with a turn cut short needs a
+            # transaction (None: ``work``)
             if kept is not None and kept.budget == budget and not _cut_short(kept):
-                begun = insert_begun_unchanged(connection, state, channel_id, kept, user)
+                begun = insert_begun_unchanged(connection, state, channel_id, kept, user, STANDING)
                 if begun is not None:
-                    return (kept, *begun, _standing(connection, channel_id))
+                    return kept, begun[0], begun[1], _standing_of(begun[2])
             window = read_window(connection, channel_id, budget)
             if _cut_short(window):
                 return None
-            begun = insert_begun(connection, state, channel_id, window, user)
-            return (window, *begun, _standing(connection, channel_id))
+            turn, stored, row = insert_begun(connection, state, channel_id, window, user, STANDING)
+            return window, turn, stored, _standing_of(row)
 
         window, turn, stored, standing = await self.engines.transaction(work, one_statement=in_one)
         state.channel, state.summary = standing
@@ -297,7 +299,10 @@ STANDING = select(SETTINGS.c.settings, *SUMMARIES.c).select_from(
 def _standing(connection: Connection, channel_id: str) -> Standing:
     """The channel's own settings and newest summary, read in the turn's first transaction
     by one statement (every turn reads them)."""
-    row = connection.execute(STANDING, {"channel": channel_id}).one()
+    return _standing_of(connection.execute(STANDING, {"channel": channel_id}).one())
+
+
+def _standing_of(row: Row[Any]) -> Standing:
     summary = summary_from(row) if row.id is not None else None
     return ChannelSettings.of(dict(row.settings or {})), summary
 
