@@ -254,20 +254,30 @@ class ModelReply:
     replay: tuple[dict[str, Any], ...] = ()
 
 
+#: how journals written before the actions had these names spell them
+_OLD_ACTIONS = {"run": "approve", "decline": "reject", "pause": "interrupt"}
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What to do with a call of a writing tool: run it, decline it (the reason is the
-    call's result), or pause the turn until a person decides."""
+    """What becomes of a call of a writing tool: its approval (it runs), its rejection (the
+    reason is the call's result), or an interruption (the turn pauses until a person
+    decides; the call is one of the turn's interruptions)."""
 
-    action: Literal["run", "decline", "pause"]
+    action: Literal["approve", "reject", "interrupt"]
     reason: str = ""
+
+    @classmethod
+    def reject(cls, reason: str) -> Decision:
+        return cls("reject", reason)
 
     def to_dict(self) -> dict[str, str]:
         return {"action": self.action, "reason": self.reason}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Decision:
-        return cls(data["action"], data.get("reason") or "")
+        action = data["action"]
+        return cls(_OLD_ACTIONS.get(action, action), data.get("reason") or "")
 
 
 #: the verdicts a person can give an answer

@@ -198,8 +198,9 @@ class Conversations:
         """What ``call`` does, in words for people ("Looking up TASK-1 in Jira")."""
         return self.loop.registry.describe(call)
 
-    def pending_writes(self, record: TurnState) -> list[ToolCall]:
-        """The writing calls a paused turn waits on."""
+    def interruptions(self, record: TurnState) -> list[ToolCall]:
+        """The writing calls a paused turn waits on: its interruptions, each to be approved or
+        rejected."""
         pending = record.pending
         calls = pending.tool_calls if pending is not None else ()
         return [call for call in calls if self.loop.registry.writes(call.name)]
@@ -322,7 +323,7 @@ class Conversations:
         if state.outcome == Outcome.EXPIRED:
             return ended(APPROVAL_EXPIRED, ok=False)
         if state.outcome == Outcome.AWAITING_APPROVAL:
-            return ended("", ok=True, pending=tuple(self.pending_writes(state)))
+            return ended("", ok=True, pending=tuple(self.interruptions(state)))
         answer = state.answer or ""
         return ended(answer or FAILED, ok=bool(answer))
 

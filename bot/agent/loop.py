@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from bot import telemetry
 from bot.agent.limits import ModelSlots
-from bot.agent.observer import RUN, UNOBSERVED, TurnObserver
+from bot.agent.observer import APPROVAL, UNOBSERVED, TurnObserver
 from bot.agent.tokens import count_message
 from bot.agent.window import repair, select_window
 from bot.errors import ModelError, ModelTimeout
@@ -142,7 +142,7 @@ class Loop:
             calls = tuple(self._marked(call, state) for call in reply.tool_calls)
             assistant = _counted(Message.assistant(reply.content, calls, reply.replay))
             decisions = await self._decide(calls, turn)
-            if any(d.action == "pause" for d in decisions.values()):
+            if any(d.action == "interrupt" for d in decisions.values()):
                 state.outcome, state.pending = Outcome.AWAITING_APPROVAL, assistant
                 return
             await self._run_calls(assistant, conversation, turn, decisions)
@@ -160,7 +160,9 @@ class Loop:
         for call in calls:
             # a tool the channel does not offer is refused when it runs, never asked about
             writes = self.registry.writes(call.name) and turn.state.channel.offers(call.name)
-            decisions[call.id] = await turn.observer.decide(turn.state, call) if writes else RUN
+            decisions[call.id] = (
+                await turn.observer.decide(turn.state, call) if writes else APPROVAL
+            )
         return decisions
 
     async def _complete(
@@ -223,8 +225,8 @@ class Loop:
         await observer.on_tools_start(state, calls)
 
         async def outcome(call: ToolCall) -> ToolResult:
-            decision = decisions.get(call.id, RUN)
-            if decision.action != "run":
+            decision = decisions.get(call.id, APPROVAL)
+            if decision.action != "approve":
                 return ToolResult.error(decision.reason or NOT_APPROVED)
             if not state.channel.offers(call.name):  # taken away while the turn waited
                 return ToolResult.error(NOT_IN_CHANNEL.format(call.name))

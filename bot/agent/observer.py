@@ -12,8 +12,8 @@ from bot.messages import Decision, ModelReply, ToolCall
 from bot.tools.tool import ToolResult
 from bot.turn import TurnState
 
-RUN = Decision("run")
-PAUSE = Decision("pause")
+APPROVAL = Decision("approve")
+INTERRUPTION = Decision("interrupt")
 
 
 class TurnObserver:
@@ -23,9 +23,9 @@ class TurnObserver:
     streams_text: bool = False
 
     async def decide(self, state: TurnState, call: ToolCall) -> Decision:
-        """Asked before each call of a tool that writes: run it, decline it, or pause the
-        turn for a person (approval)."""
-        return RUN
+        """Asked before each call of a tool that writes: its approval, its rejection, or an
+        interruption (the turn pauses for a person's approval)."""
+        return APPROVAL
 
     async def on_model_start(self, state: TurnState) -> None:
         """A model request is about to be sent."""

@@ -7,7 +7,7 @@ Tools (use only the ones you are given):
 - jira_get_issue: read one Jira issue by key (e.g. TASK-123).
 - jira_search_issues: find Jira issues with a JQL query.
 - jira_create_issue: open a new Jira ticket. Only when the user asks for one. It may need the \
-user's approval in Slack; if it is declined or refused, say so and do not retry it another way.
+user's approval in Slack; if it is rejected or refused, say so and do not retry it another way.
 - crm_find_contacts: find people by name, email or company.
 - crm_get_account: read a company (account) and its contacts, by the account_id a contact has.
 - get_current_time: today's date and time.

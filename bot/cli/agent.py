@@ -8,7 +8,7 @@ import json
 import click
 
 from bot.agent.conversations import Incoming, Reply
-from bot.agent.observer import RUN, TurnObserver
+from bot.agent.observer import APPROVAL, TurnObserver
 from bot.cli.common import prepare_database, settings_for
 from bot.config import Settings
 from bot.messages import Decision, ToolCall
@@ -39,7 +39,7 @@ NOBODY_TO_ASK = (
     "Not done: this action changes records and needs approval, and nobody at the terminal "
     "could give it."
 )
-DECLINED = Decision("decline", "Not done: the person declined this action.")
+REJECTED = Decision.reject("Not done: the person declined this action.")
 
 
 class Decided(TurnObserver):
@@ -52,8 +52,8 @@ class Decided(TurnObserver):
 
     async def decide(self, state: TurnState, call: ToolCall) -> Decision:
         if not state.channel.approval(self.approval) or self.approve:
-            return RUN
-        return Decision("decline", NOT_APPROVED)
+            return APPROVAL
+        return Decision.reject(NOT_APPROVED)
 
 
 class AtPrompt(TurnObserver):
@@ -66,7 +66,7 @@ class AtPrompt(TurnObserver):
 
     async def decide(self, state: TurnState, call: ToolCall) -> Decision:
         if not state.channel.approval(self.approval):
-            return RUN
+            return APPROVAL
         try:
             arguments = json.dumps(json.loads(call.arguments or "{}"), indent=2, ensure_ascii=False)
         except json.JSONDecodeError:
@@ -76,8 +76,8 @@ class AtPrompt(TurnObserver):
             answer = await asyncio.to_thread(input, "Allow it? [y/N] ")
         except EOFError:
             click.echo()
-            return Decision("decline", NOBODY_TO_ASK)
-        return RUN if answer.strip().lower() in {"y", "yes"} else DECLINED
+            return Decision.reject(NOBODY_TO_ASK)
+        return APPROVAL if answer.strip().lower() in {"y", "yes"} else REJECTED
 
 
 async def _ask(settings: Settings, incoming: Incoming, observer: TurnObserver) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 
 from bot.agent.conversations import Conversations
-from bot.agent.observer import RUN
+from bot.agent.observer import APPROVAL
 from bot.messages import Decision, Outcome
 from bot.slack.cards import APPROVE, CONTINUE, DECLINE
 from bot.slack.delivery import EXPIRED, Delivery
@@ -87,8 +87,8 @@ class Approvals:
             )
             return True
         approved = press.action == APPROVE
-        decision = RUN if approved else Decision("decline", DECLINED)
-        decisions = {call.id: decision for call in self.conversations.pending_writes(turn)}
+        decision = APPROVAL if approved else Decision.reject(DECLINED)
+        decisions = {call.id: decision for call in self.conversations.interruptions(turn)}
         verdict = ":white_check_mark: Approved" if approved else ":x: Cancelled"
         await self.delivery.close_card(turn, f"{verdict} by <@{press.user}>")
         reply = await self.delivery.resume(thread, press.turn_id, decisions, recipient=recipient)

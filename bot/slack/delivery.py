@@ -21,7 +21,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from bot.agent.conversations import Conversations, Reply
-from bot.agent.observer import PAUSE, TurnObserver
+from bot.agent.observer import INTERRUPTION, TurnObserver
 from bot.config import SlackSettings
 from bot.errors import StoreError
 from bot.messages import Decision, Outcome, ToolCall
@@ -55,7 +55,7 @@ class InThread(TurnObserver):
         if self.external:
             return _REFUSE_A_GUEST
         if state.channel.approval(self.approval):
-            return PAUSE
+            return INTERRUPTION
         return await super().decide(state, call)
 
     async def on_tools_start(self, state: TurnState, calls: Sequence[ToolCall]) -> None:
@@ -83,7 +83,7 @@ NOT_FOR_GUESTS = (
 
 
 #: what a write asked for by someone of another workspace gets
-_REFUSE_A_GUEST = Decision("decline", NOT_FOR_GUESTS)
+_REFUSE_A_GUEST = Decision.reject(NOT_FOR_GUESTS)
 
 
 def _feedback(reply: Reply) -> Blocks | None:
@@ -268,7 +268,7 @@ class Delivery:
             await self._show_card(thread, turn, text, blocks, "continue", look_first)
 
     def card(self, turn: TurnState, decided: str | None = None) -> tuple[str, Blocks]:
-        calls = self.conversations.pending_writes(turn)
+        calls = self.conversations.interruptions(turn)
         describe, default = self.conversations.describe, self.default_project
         return approval_card(turn, calls, describe, default_project=default, decided=decided)
 

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from bot.agent.conversations import Incoming
-from bot.agent.observer import PAUSE, RUN
+from bot.agent.observer import APPROVAL, INTERRUPTION
 from bot.tools.tool import tool
 from tests.fakes.openai_server import Fail, FakeOpenAI, Hang, Reply, ToolUse
 from tests.observers import Watching
@@ -154,7 +154,7 @@ async def test_context_too_long_when_an_approved_turn_goes_on_trims_its_history(
             return {"key": "TASK-1"}
 
     async def pause(call):  # type: ignore[no-untyped-def]
-        return PAUSE
+        return INTERRUPTION
 
     services.registry.add_object(Tickets())
     fake_openai.script(
@@ -166,7 +166,7 @@ async def test_context_too_long_when_an_approved_turn_goes_on_trims_its_history(
         Incoming("C1", "open a ticket", "U1"), Watching(pause)
     )
 
-    reply = await services.conversations.resume(paused.turn_id, {"w1": RUN})
+    reply = await services.conversations.resume(paused.turn_id, {"w1": APPROVAL})
 
     assert reply is not None and reply.text == "Created TASK-1." and created == ["x"]
     _, too_long, retried = fake_openai.requests

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bot.agent.conversations import Incoming
-from bot.agent.observer import PAUSE, RUN
+from bot.agent.observer import APPROVAL, INTERRUPTION
 from bot.tools.tool import tool
 from tests.fakes.openai_server import FakeOpenAI, Raw, Reply, Request, ToolUse
 from tests.observers import Watching
@@ -96,7 +96,7 @@ async def test_a_turn_going_on_after_approval_sends_its_calls_without_ids(
     created: list[str] = []
 
     async def pause(call):  # type: ignore[no-untyped-def]
-        return PAUSE
+        return INTERRUPTION
 
     class Tickets:
         @tool(writes=True)
@@ -112,7 +112,7 @@ async def test_a_turn_going_on_after_approval_sends_its_calls_without_ids(
     )
     paused = await ask(services, "open a ticket", approver=pause)
 
-    reply = await services.conversations.resume(paused.turn_id, {"w1": RUN})
+    reply = await services.conversations.resume(paused.turn_id, {"w1": APPROVAL})
 
     assert reply is not None and reply.text == "Created TASK-1." and created == ["x"]
     resumed = fake_openai.requests[-1]

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from bot.agent.conversations import Incoming
-from bot.agent.observer import PAUSE, RUN
+from bot.agent.observer import APPROVAL, INTERRUPTION
 from bot.config import load_settings
 from bot.messages import Decision
 from bot.tools.tool import tool
@@ -43,7 +43,7 @@ async def setup(database_url, fake_openai):  # type: ignore[no-untyped-def]
 
 
 async def pause(call):  # type: ignore[no-untyped-def]
-    return PAUSE
+    return INTERRUPTION
 
 
 async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOpenAI) -> None:
@@ -66,8 +66,8 @@ async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOp
     assert [m.role for m in await history(services).messages("C1")] == ["user"]
 
     first, second = await asyncio.gather(
-        conversations.resume(paused.turn_id, {"w1": RUN}),
-        conversations.resume(paused.turn_id, {"w1": RUN}),
+        conversations.resume(paused.turn_id, {"w1": APPROVAL}),
+        conversations.resume(paused.turn_id, {"w1": APPROVAL}),
     )
 
     replies = [r for r in (first, second) if r is not None]
@@ -78,7 +78,7 @@ async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOp
     assert json.loads(stored[3].content) == {"key": "TASK-1"}
     (turn,) = await history(services).turns("C1")
     assert turn.outcome == "answered" and turn.rounds == 1
-    assert await conversations.resume(paused.turn_id, {"w1": RUN}) is None
+    assert await conversations.resume(paused.turn_id, {"w1": APPROVAL}) is None
     assert all(r.status == 200 for r in fake_openai.requests)
 
 
@@ -90,7 +90,7 @@ async def test_declined_write_is_explained_to_the_model(setup, fake_openai: Fake
     paused = await services.conversations.ask(Incoming("C1", "ticket please"), Watching(pause))
 
     reply = await services.conversations.resume(
-        paused.turn_id, {"w1": Decision("decline", "The person declined.")}
+        paused.turn_id, {"w1": Decision.reject("The person declined.")}
     )
 
     assert reply.text == "OK, I did not create it." and tickets.created == []
@@ -103,7 +103,7 @@ async def test_other_turns_go_on_while_one_waits(setup, fake_openai: FakeOpenAI)
     paused = await services.conversations.ask(Incoming("C1", "ticket"), Watching(pause))
     other = await services.conversations.ask(Incoming("C1", "something else"))
     assert other.text == "meanwhile"
-    done = await services.conversations.resume(paused.turn_id, {"w1": RUN})
+    done = await services.conversations.resume(paused.turn_id, {"w1": APPROVAL})
     assert done.text == "created" and tickets.created == ["x"]
     assert all(r.status == 200 for r in fake_openai.requests)
 
@@ -114,7 +114,7 @@ async def test_expired_request_does_nothing(setup, fake_openai: FakeOpenAI) -> N
     fake_openai.script(ToolUse("create_ticket", {"summary": "x"}, "w1"))
     paused = await services.conversations.ask(Incoming("C1", "ticket"), Watching(pause))
 
-    reply = await services.conversations.resume(paused.turn_id, {"w1": RUN})
+    reply = await services.conversations.resume(paused.turn_id, {"w1": APPROVAL})
 
     assert reply.outcome == "expired" and tickets.created == []
     (turn,) = await history(services).turns("C1")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from bot.agent.conversations import Incoming
-from bot.agent.observer import PAUSE, RUN
+from bot.agent.observer import APPROVAL, INTERRUPTION
 from bot.config import load_settings
 from bot.messages import ToolCall
 from bot.wiring import Services, build_services
@@ -79,7 +79,7 @@ def tool_results(messages) -> dict[str, Any]:  # type: ignore[no-untyped-def]
 
 
 async def pause(call: ToolCall):  # type: ignore[no-untyped-def]
-    return PAUSE
+    return INTERRUPTION
 
 
 async def turn(services: Services, text: str):  # type: ignore[no-untyped-def]
@@ -117,7 +117,7 @@ async def test_a_read_runs_and_a_write_waits_for_approval(
     assert first.status == 200 and first.api == api  # the strict fake took the tool specs
     assert {"fake__lookup", "fake__create_ticket"} <= set(first.tool_names)
 
-    reply = await services.conversations.resume(paused.turn_id, {"w1": RUN})
+    reply = await services.conversations.resume(paused.turn_id, {"w1": APPROVAL})
 
     assert reply.text == "T-1 is open; I created the ticket."
     assert sorted(recording.tools()) == ["create_ticket", "lookup"]
@@ -145,7 +145,7 @@ async def test_a_write_approved_just_after_a_restart_waits_for_its_server(
 
     after = with_mcp(servers)  # a new process: its server connects from now on
     assert "fake__create_ticket" not in after.registry
-    reply = await after.conversations.resume(paused.turn_id, {"w1": RUN})
+    reply = await after.conversations.resume(paused.turn_id, {"w1": APPROVAL})
 
     assert reply is not None and reply.text == "Created."
     assert recording.tools() == ["create_ticket"]

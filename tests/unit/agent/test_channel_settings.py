@@ -10,7 +10,7 @@ import pytest
 from bot.agent.channels import Channels
 from bot.agent.conversations import Conversations, Incoming
 from bot.agent.loop import CHANNEL_INSTRUCTIONS, NOT_IN_CHANNEL, Loop
-from bot.agent.observer import RUN
+from bot.agent.observer import APPROVAL
 from bot.channels import BY_ADMIN, BY_CLI, BadChannelSetting
 from bot.llm.scripted import ScriptedModel
 from bot.messages import ModelReply, Outcome, ToolCall
@@ -142,7 +142,7 @@ async def test_a_tool_removed_while_its_approval_waits_is_refused(bot) -> None: 
     await conversations.channels.change("C1", {"tools": "clock"}, BY_ADMIN)
     model.then(lambda request: f"Told: {request.messages[-1].content}")
 
-    done = await conversations.resume(paused.turn_id, {paused.pending[0].id: RUN})
+    done = await conversations.resume(paused.turn_id, {paused.pending[0].id: APPROVAL})
 
     assert desk.created == {}
     assert done is not None and NOT_IN_CHANNEL.format("create_ticket") in done.text

@@ -9,7 +9,7 @@ import pytest
 
 from bot.agent.conversations import Conversations, Incoming
 from bot.agent.loop import Loop
-from bot.agent.observer import PAUSE, RUN, TurnObserver
+from bot.agent.observer import APPROVAL, INTERRUPTION, TurnObserver
 from bot.llm.scripted import ScriptedModel
 from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall
 from bot.store.db import create_engines
@@ -22,7 +22,7 @@ from tests.unit.agent.test_loop import Desk, calls
 
 class Pausing(TurnObserver):
     async def decide(self, state: TurnState, call: ToolCall) -> Decision:
-        return PAUSE
+        return INTERRUPTION
 
 
 @pytest.fixture
@@ -45,11 +45,11 @@ async def test_a_paused_turn_goes_on_when_approved(
     assert paused.outcome == Outcome.AWAITING_APPROVAL and desk.created == {}
     assert paused.turn_id is not None and [c.name for c in paused.pending] == ["create_ticket"]
 
-    done = await conversations.resume(paused.turn_id, {paused.pending[0].id: RUN})
+    done = await conversations.resume(paused.turn_id, {paused.pending[0].id: APPROVAL})
 
     assert done is not None and done.text == "Created T-1." and done.ok
     assert list(desk.created.values()) == ["x"]
-    assert await conversations.resume(paused.turn_id, {paused.pending[0].id: RUN}) is None
+    assert await conversations.resume(paused.turn_id, {paused.pending[0].id: APPROVAL}) is None
     stored = await conversations.history.messages("C1")
     assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
     (turn,) = await conversations.history.turns("C1")

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 
 from bot.agent.loop import CAPPED_NOTE, Loop
-from bot.agent.observer import PAUSE, RUN, TurnObserver
+from bot.agent.observer import APPROVAL, INTERRUPTION, TurnObserver
 from bot.errors import ModelError
 from bot.llm.scripted import ScriptedModel
 from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall
@@ -49,7 +49,7 @@ class Desk:
 class Recorder(TurnObserver):
     """Keeps what it was told; decides each write as ``decision`` says."""
 
-    def __init__(self, decision: Decision = RUN) -> None:
+    def __init__(self, decision: Decision = APPROVAL) -> None:
         self.decision = decision
         self.events: list[str] = []
 
@@ -122,13 +122,13 @@ async def test_a_paused_write_goes_on_from_its_state_once_decided() -> None:
     model = ScriptedModel().then(calls("create_ticket"), "Created T-1.")
     loop = loop_with(model, desk)
 
-    paused = await loop.run(question("open a ticket"), Recorder(PAUSE))
+    paused = await loop.run(question("open a ticket"), Recorder(INTERRUPTION))
 
     assert paused.outcome == Outcome.AWAITING_APPROVAL and desk.created == {}
     assert paused.pending is not None and paused.pending.tool_calls[0].marker is not None
     assert [m.role for m in paused.messages] == ["user"]  # the calls wait outside the journal
 
-    paused.decisions = {paused.pending.tool_calls[0].id: RUN}
+    paused.decisions = {paused.pending.tool_calls[0].id: APPROVAL}
     done = await loop.run(paused, Recorder())
 
     assert done is paused and done.outcome == Outcome.ANSWERED and done.pending is None
@@ -140,7 +140,7 @@ async def test_a_declined_write_is_not_run_and_the_model_reads_why() -> None:
     desk = Desk()
     model = ScriptedModel().then(calls("create_ticket"), "I did not create it.")
     state = await loop_with(model, desk).run(
-        question(), Recorder(Decision("decline", "The person said no."))
+        question(), Recorder(Decision.reject("The person said no."))
     )
 
     assert desk.created == {} and state.answer == "I did not create it."
