@@ -30,10 +30,13 @@ class Threads:
             return Context()
         held = await self.store.held(channel_id, (line.ts for line in context.lines))
         lines = [line for line in context.lines if line.ts not in held]
+        rendered = [line.render() for line in lines]
+        if count_text("\n\n".join(rendered)) <= self.budget:  # the common case: one count
+            return Context(tuple(lines), context.left_out)
         kept: list[ContextLine] = []
         tokens = 0
-        for line in reversed(lines):
-            tokens += count_text(line.render())
+        for line, text in zip(reversed(lines), reversed(rendered), strict=True):
+            tokens += count_text(text)
             if tokens > self.budget:
                 break
             kept.append(line)

@@ -60,7 +60,7 @@ class SlackThreads:
         """The thread's messages before ``before`` (the question), oldest first, but the
         bot's own posts; an empty context when Slack will not say (one warning line)."""
         kept: deque[dict[str, Any]] = deque(maxlen=MAX_LINES)
-        seen, cursor = 0, None
+        seen, cursor, asked = 0, None, _ts_key(before)
         try:
             for _ in range(MAX_PAGES):
                 page = await self.client.conversations_replies(
@@ -68,14 +68,14 @@ class SlackThreads:
                 )
                 messages = page.get("messages") or []
                 for message in messages:
-                    if _ts_key(message.get("ts")) >= _ts_key(before):
+                    if _ts_key(message.get("ts")) >= asked:
                         break
                     if self._written(message):
                         seen += 1
                         kept.append(message)
                 cursor = (page.get("response_metadata") or {}).get("next_cursor")
                 last = messages[-1].get("ts") if messages else None
-                if not cursor or not page.get("has_more") or _ts_key(last) >= _ts_key(before):
+                if not cursor or not page.get("has_more") or _ts_key(last) >= asked:
                     break
         except SlackApiError as exc:
             log.warning(

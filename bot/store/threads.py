@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.messages import Message, utcnow
@@ -20,6 +20,20 @@ from bot.store.window import Windows, storable
 #: the newest questions with a context a look-up reads (older ones are out of any window)
 CONTEXTS_READ = 500
 
+_MESSAGES = MessageRow.__table__
+#: which of the Slack messages ``wanted`` are messages of the channel's history
+HELD_OWN = select(_MESSAGES.c.slack_ts).where(
+    _MESSAGES.c.channel_id == bindparam("channel"),
+    _MESSAGES.c.slack_ts.in_(bindparam("wanted", expanding=True)),
+)
+#: the contexts of the channel's newest questions asked in a thread
+HELD_SHOWN = (
+    select(_MESSAGES.c.context)
+    .where(_MESSAGES.c.channel_id == bindparam("channel"), _MESSAGES.c.context.is_not(None))
+    .order_by(_MESSAGES.c.position.desc())
+    .limit(CONTEXTS_READ)
+)
+
 
 class ThreadStore:
     """Every method is one short transaction and raises StoreError when the database fails."""
@@ -29,6 +43,7 @@ class ThreadStore:
         #: the windows TurnStore keeps: a change made here drops the channel's
         self.windows = windows or Windows()
         self._insert = insert_for(self.engines.dialect)
+        self._answered = self._insert(ThreadAskerRow.__table__).on_conflict_do_nothing()
 
     @store_errors
     async def with_context(self, channel_id: str) -> list[Message]:
@@ -45,21 +60,20 @@ class ThreadStore:
     @store_errors
     async def held(self, channel_id: str, ts: Iterable[str]) -> set[str]:
         """Which of the Slack messages ``ts`` the channel's stored history holds: as a
-        message of its own, or in the context of a question."""
+        message of its own, or in the context of a question. One trip to the database (two
+        statements): every question in a thread asks it."""
         wanted = set(ts)
         if not wanted:
             return set()
-        async with self.engines.reads.connect() as connection:
-            found = await connection.scalars(
-                select(MessageRow.slack_ts).where(
-                    MessageRow.channel_id == channel_id, MessageRow.slack_ts.in_(wanted)
-                )
-            )
-            held = {ts for ts in found if ts is not None}
-        for message in await self.with_context(channel_id):
-            if message.context is not None:
-                held |= {line.ts for line in message.context.lines if line.ts in wanted}
-        return held
+        params = {"channel": channel_id, "wanted": list(wanted)}
+
+        def work(connection: Connection) -> set[str]:
+            held = {found for found in connection.scalars(HELD_OWN, params) if found is not None}
+            for context in connection.scalars(HELD_SHOWN, params):
+                held |= {line.get("ts") for line in context.get("lines") or ()} & wanted
+            return held
+
+        return await self.engines.statement(work)
 
     @store_errors
     async def rewrite(self, channel_id: str, message: Message) -> None:
@@ -86,14 +100,13 @@ class ThreadStore:
     @store_errors
     async def answered(self, channel_id: str, thread_ts: str, user_id: str) -> None:
         """The bot answered ``user_id`` in the thread ``thread_ts``."""
-        statement = (
-            self._insert(ThreadAskerRow)
-            .values(
-                channel_id=channel_id, thread_ts=thread_ts, user_id=user_id, created_at=utcnow()
-            )
-            .on_conflict_do_nothing()
-        )
-        await self.engines.statement(lambda c: c.execute(statement))
+        values = {
+            "channel_id": channel_id,
+            "thread_ts": thread_ts,
+            "user_id": user_id,
+            "created_at": utcnow(),
+        }
+        await self.engines.statement(lambda c: c.execute(self._answered, values))
 
     @store_errors
     async def was_answered(self, channel_id: str, thread_ts: str, user_id: str) -> bool:
