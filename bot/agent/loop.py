@@ -47,7 +47,7 @@ CAPPED_NOTE = (
 NOT_APPROVED = "Not done: the action was not approved."
 TOO_LONG = "The answer took too long, so I stopped. Please try again."
 NOT_IN_CHANNEL = (
-    "Not done: the tool '{}' is not available in this channel (its admins changed the "
+    "Not done: the tool '{}' is not available in this channel (its admins choose the "
     "channel's tools)."
 )
 #: a channel's own instructions go below the bot's system prompt, whose rules still hold
