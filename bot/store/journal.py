@@ -184,37 +184,13 @@ def insert_begun(
     window: Window,
     user: Message,
     beside: Select[Any],
-) -> tuple[OpenTurn, Message, Row[Any]]:
-    """A running turn and the person's message after ``window`` (the channel's, just read),
-    and the row ``beside`` reads (its ``channel`` parameter: ``channel_id``), in the same
-    statement."""
-    begun = _insert_begun(connection, record, channel_id, window, user, beside, checked=False)
-    assert begun is not None  # an unchecked INSERT always inserts
-    return begun
-
-
-def insert_begun_unchanged(
-    connection: Connection,
-    record: TurnState,
-    channel_id: str,
-    kept: Window,
-    user: Message,
-    beside: Select[Any],
-) -> tuple[OpenTurn, Message, Row[Any]] | None:
-    """``insert_begun`` after the ``kept`` window, if the channel's rows are still exactly
-    its own (bot.store.window.span); None, and nothing stored, when they are not."""
-    return _insert_begun(connection, record, channel_id, kept, user, beside, checked=True)
-
-
-def _insert_begun(
-    connection: Connection,
-    record: TurnState,
-    channel_id: str,
-    window: Window,
-    user: Message,
-    beside: Select[Any],
+    *,
     checked: bool,
 ) -> tuple[OpenTurn, Message, Row[Any]] | None:
+    """A running turn and the person's message after ``window``, and the row ``beside``
+    reads (its ``channel`` parameter: ``channel_id``), in one statement. ``checked``:
+    ``window`` is a kept one, and the statement stores nothing (None) unless the channel's
+    rows are still exactly its own (bot.store.window.span); else it was just read."""
     turn = OpenTurn(0, channel_id, window.newest)
     if not checked:
         find_position(connection, turn)

@@ -43,7 +43,6 @@ from bot.store.journal import (
     close_journal,
     finished,
     insert_begun,
-    insert_begun_unchanged,
     new_turn,
 )
 from bot.store.summaries import SUMMARIES, summary_from
@@ -93,14 +92,19 @@ class TurnStore:
             # deletion drops the kept window). A channel with a turn cut short needs a
             # transaction (None: ``work``)
             if kept is not None and kept.budget == budget and not _cut_short(kept):
-                begun = insert_begun_unchanged(connection, state, channel_id, kept, user, STANDING)
+                begun = insert_begun(
+                    connection, state, channel_id, kept, user, STANDING, checked=True
+                )
                 if begun is not None:
                     return kept, begun[0], begun[1], _standing_of(begun[2])
             window = read_window(connection, channel_id, budget)
             if _cut_short(window):
                 return None
-            turn, stored, row = insert_begun(connection, state, channel_id, window, user, STANDING)
-            return window, turn, stored, _standing_of(row)
+            begun = insert_begun(
+                connection, state, channel_id, window, user, STANDING, checked=False
+            )
+            assert begun is not None  # an unchecked INSERT always inserts
+            return window, begun[0], begun[1], _standing_of(begun[2])
 
         window, turn, stored, standing = await self.engines.transaction(work, one_statement=in_one)
         state.channel, state.summary = standing
