@@ -76,13 +76,13 @@ class TurnStore:
         kept = self.windows.take_out(channel_id)
 
         def work(connection: Connection) -> tuple[Window, OpenTurn, Message, Standing]:
-            window = window_of(connection, channel_id, budget, kept)
+            window, standing = window_of(connection, channel_id, budget, kept, STANDING)
             _interrupted(connection, channel_id, window, unanswered)
             turn_id = connection.scalar(INSERT_TURN, new_turn(state))
             assert turn_id is not None
             turn = OpenTurn(turn_id, channel_id, window.newest)
             (stored,) = append(connection, turn, [user])
-            return window, turn, stored, _standing(connection, channel_id)
+            return window, turn, stored, _standing_of(standing)
 
         def in_one(connection: Connection) -> tuple[Window, OpenTurn, Message, Standing] | None:
             # PostgreSQL (see bot.store.journal): one statement that checks the kept window,

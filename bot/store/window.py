@@ -10,11 +10,12 @@ its own (``SPAN``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, Row, Select, bindparam, func, select, true
 
 from bot.messages import Message, ToolCall
 from bot.store.models import MessageRow
@@ -127,12 +128,29 @@ def read_window(
     return window
 
 
-def window_of(connection: Connection, channel_id: str, budget: int, kept: Window | None) -> Window:
+def window_of(
+    connection: Connection, channel_id: str, budget: int, kept: Window | None, beside: Select[Any]
+) -> tuple[Window, Row[Any]]:
     """The channel's window: ``kept`` (taken out of Windows), if the channel is unchanged
-    since, else read."""
-    if kept is not None and kept.budget == budget and _unchanged(connection, channel_id, kept):
-        return kept
-    return read_window(connection, channel_id, budget)
+    since, else read; and the row ``beside`` reads (its ``channel`` parameter:
+    ``channel_id``), in the statement that checks ``kept`` when there is one."""
+    params = {"channel": channel_id}
+    if kept is None or kept.budget != budget:
+        return read_window(connection, channel_id, budget), connection.execute(beside, params).one()
+    expected = span(kept)
+    params["oldest"] = expected["oldest"]
+    found = connection.execute(_checked_beside(beside), params).one()
+    seen = found._mapping  # a Row's ``count`` is tuple's method
+    if all(seen[key] == expected[key] for key in ("count", "highest", "edited")):
+        return kept, found
+    return read_window(connection, channel_id, budget), found
+
+
+@functools.cache
+def _checked_beside(beside: Select[Any]) -> Select[Any]:
+    """SPAN and ``beside`` in one statement (one row each)."""
+    checked, read = SPAN.subquery("span"), beside.subquery("beside")
+    return select(checked, read).select_from(checked.join(read, true()))
 
 
 class Windows:
@@ -204,13 +222,6 @@ def span(window: Window) -> dict[str, Any]:
         "highest": max(ids, default=None),
         "edited": window.edited,
     }
-
-
-def _unchanged(connection: Connection, channel_id: str, window: Window) -> bool:
-    """Whether the channel's rows from the window's oldest on are exactly the window's."""
-    expected = span(window)
-    found = connection.execute(SPAN, {"channel": channel_id, "oldest": expected["oldest"]}).one()
-    return tuple(found) == (expected["count"], expected["highest"], expected["edited"])
 
 
 def storable(text: str | None) -> str | None:
