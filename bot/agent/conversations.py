@@ -210,18 +210,23 @@ class Conversations:
     async def _new(self, incoming: Incoming, observer: TurnObserver) -> Reply:
         started = time.perf_counter()
         text = clean_text(with_references(incoming.text, incoming.attachments))
-        context = await self.threads.context_for(incoming.channel_id, incoming.context)
-        asked = question_with(text, context)
-        user = asked.with_(user_id=incoming.user_id, slack_ts=incoming.slack_ts)
+
+        def question(context: Context) -> Message:
+            asked = question_with(text, context)
+            user = asked.with_(user_id=incoming.user_id, slack_ts=incoming.slack_ts)
+            return user.with_(tokens=count_message(user))
+
+        # asked in a thread: what it shows is cut as the turn begins (bot.store.threads)
+        shown = self.threads.shown(incoming.context, question)
         state = TurnState(
             channel_id=incoming.channel_id,
             user_id=incoming.user_id,
             slack_ts=incoming.slack_ts,
             model=self.loop.model.model,
             api_mode=self.loop.model.api,
-            messages=[user.with_(tokens=count_message(user))],
+            messages=[question(Context())],
         )
-        await self.turns.begin(state, self.token_budget, INTERRUPTED_RESULT)
+        await self.turns.begin(state, self.token_budget, INTERRUPTED_RESULT, shown)
         telemetry.turn_began(state.id)
         # the files go to the model with this turn only (the stored question names them)
         state.messages[0] = state.messages[0].with_(attachments=incoming.attachments)

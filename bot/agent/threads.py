@@ -6,13 +6,13 @@ thread (their replies there are follow-ups) and people's display names."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 
-from bot.agent.tokens import count_message, count_text
+from bot.agent.tokens import count_message, count_text, fits
 from bot.context import Context, ContextLine
 from bot.messages import Message
-from bot.store.threads import ThreadStore
+from bot.store.threads import Shown, ThreadStore
 
 
 class Threads:
@@ -23,15 +23,20 @@ class Threads:
         #: most tokens of a thread's messages shown with a question (0: none)
         self.budget = budget
 
-    async def context_for(self, channel_id: str, context: Context) -> Context:
-        """Of a thread's messages (oldest first), those the channel's stored history does
-        not hold, the newest that fit the budget."""
+    def shown(self, context: Context, message: Callable[[Context], Message]) -> Shown | None:
+        """What a question asked in a thread shows, for the store to make its message with
+        (``message``, of the context cut) as its turn begins; None when it shows nothing."""
         if self.budget <= 0 or not context.lines:
-            return Context()
-        held = await self.store.held(channel_id, (line.ts for line in context.lines))
+            return None
+        ts = tuple(line.ts for line in context.lines)
+        return Shown(ts, lambda held: message(self.cut(context, held)))
+
+    def cut(self, context: Context, held: set[str]) -> Context:
+        """Of a thread's messages (oldest first), those the channel's stored history does
+        not hold (``held``: their ts), the newest that fit the budget."""
         lines = [line for line in context.lines if line.ts not in held]
         rendered = [line.render() for line in lines]
-        if count_text("\n\n".join(rendered)) <= self.budget:  # the common case: one count
+        if fits("\n\n".join(rendered), self.budget):  # the common case
             return Context(tuple(lines), context.left_out)
         kept: list[ContextLine] = []
         tokens = 0

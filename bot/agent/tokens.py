@@ -67,6 +67,14 @@ def count_text(text: str | None) -> int:
         return _tokenizer().count(text.encode("utf-8", "replace").decode("utf-8"))
 
 
+def fits(text: str, budget: int) -> bool:
+    """Whether ``text`` costs at most ``budget`` tokens; counted only when its UTF-8 size is
+    over it (a token is at least one byte, so a text within it fits uncounted)."""
+    if len(text) > budget:  # a character is at least one byte
+        return count_text(text) <= budget
+    return len(text.encode("utf-8", "surrogatepass")) <= budget or count_text(text) <= budget
+
+
 def estimate_text(text: str) -> int:
     """A quarter of the UTF-8 size, rounded up."""
     return -(-len(text.encode("utf-8", "surrogatepass")) // 4)

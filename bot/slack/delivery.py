@@ -112,6 +112,11 @@ class Delivery:
         #: reads the thread around a question (None, or THREAD_CONTEXT_TOKENS=0: not read)
         self.threads = threads if settings.THREAD_CONTEXT_TOKENS > 0 else None
 
+    def read_early(self, question: Question) -> None:
+        """Start reading the thread of a question just taken on (see SlackThreads)."""
+        if self.threads is not None and question.in_thread and question.thread_ts:
+            self.threads.read_early(question.channel, question.thread_ts, question.ts)
+
     async def working(self, question: Question) -> None:
         await self.poster.add_reaction(question)
         if question.pane:

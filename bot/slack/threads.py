@@ -6,6 +6,9 @@ Both methods are Tier 3: a 429 waits for Retry-After (the client's retry handler
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import logging
 import time
 from collections import deque
@@ -36,6 +39,10 @@ MAX_LOOKUPS = 20
 NAMES_KEPT = 10_000
 #: what slack_read_channel reads at most
 READ_LIMIT = 100
+#: thread reads started early (at acknowledgement) and not yet taken, at most
+EARLY_KEPT = 1000
+#: how long an early read is kept for its job once done (then its job reads again)
+EARLY_FOR_S = 60.0
 #: subtypes of a message that someone wrote (others are joins, topics and the like)
 WRITTEN = frozenset({None, "file_share", "bot_message", "thread_broadcast", "me_message"})
 
@@ -55,10 +62,43 @@ class SlackThreads:
         self.bot_user_id = bot_user_id
         self.bot_id = bot_id
         self._names: dict[str, str] = {}
+        #: thread reads started when a question was acknowledged, by channel and question
+        self._early: dict[tuple[str, str], asyncio.Task[Context]] = {}
+
+    def read_early(self, channel: str, thread_ts: str, before: str) -> None:
+        """Start reading the thread of a question just acknowledged: its job, when it runs
+        in this process, finds it read, where it would read it only once its channel is
+        held. A read not taken is dropped a while after it is done."""
+        key = (channel, before)
+        if key in self._early or len(self._early) >= EARLY_KEPT:
+            return
+        task = asyncio.create_task(self._read(channel, thread_ts, before))
+        self._early[key] = task
+        loop = asyncio.get_running_loop()
+        task.add_done_callback(lambda _: loop.call_later(EARLY_FOR_S, self._drop, key, task))
+
+    def _drop(self, key: tuple[str, str], task: asyncio.Task[Context]) -> None:
+        if self._early.get(key) is task:
+            del self._early[key]
+
+    async def close(self) -> None:
+        """The early reads not taken stop."""
+        tasks, self._early = list(self._early.values()), {}
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def context(self, channel: str, thread_ts: str, before: str) -> Context:
         """The thread's messages before ``before`` (the question), oldest first, but the
-        bot's own posts; an empty context when Slack will not say (one warning line)."""
+        bot's own posts; an empty context when Slack will not say (one warning line). Read
+        now, or taken from a read started when the question was acknowledged."""
+        early = self._early.pop((channel, before), None)
+        if early is not None:
+            with contextlib.suppress(Exception):  # it failed: read again
+                return await early
+        return await self._read(channel, thread_ts, before)
+
+    async def _read(self, channel: str, thread_ts: str, before: str) -> Context:
         kept: deque[dict[str, Any]] = deque(maxlen=MAX_LINES)
         seen, cursor, asked = 0, None, _ts_key(before)
         try:
@@ -206,7 +246,13 @@ def _when(ts: str) -> str | None:
     seconds = _ts_key(ts)[0]
     if seconds >= 1 << 40:
         return None
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return _minute(seconds // 60)
+
+
+@functools.lru_cache(maxsize=4096)
+def _minute(minute: int) -> str:
+    """A minute as the model is shown it (a thread's messages share a few)."""
+    return datetime.fromtimestamp(minute * 60, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _error(exc: SlackApiError) -> str:

@@ -82,6 +82,7 @@ class Worker:
         its job knows it is one)."""
         if not question.follow_up:
             self._show_progress(question)
+            self.delivery.read_early(question)
 
     async def __call__(self, job: Job) -> bool:
         if job.kind == QUESTION:
@@ -97,10 +98,13 @@ class Worker:
         return True
 
     async def close(self) -> None:
-        """After the jobs stopped: the progress reactions still on come off, the namer stops."""
+        """After the jobs stopped: the progress reactions still on come off, the namer and
+        the early thread reads not taken stop."""
         for key in list(self._signs):
             channel, ts = key
             await self._end_progress(channel, ts)
+        if self.delivery.threads is not None:
+            await self.delivery.threads.close()
         if self._namer is not None:
             self._namer.cancel()
             await asyncio.gather(self._namer, return_exceptions=True)

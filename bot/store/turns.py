@@ -46,6 +46,7 @@ from bot.store.journal import (
     new_turn,
 )
 from bot.store.summaries import SUMMARIES, summary_from
+from bot.store.threads import Shown, held_in
 from bot.store.window import BEYOND_POSITIONS as BEYOND
 from bot.store.window import Window, Windows, read_window, window_of
 from bot.turn import TurnState
@@ -65,17 +66,29 @@ class TurnStore:
         self._journaling = GroupCommit(self._journal_all)
 
     @store_errors
-    async def begin(self, state: TurnState, budget: int, unanswered: str | None = None) -> None:
-        """Store a new turn (running) and its question (``state.messages[0]``), after reading
-        the channel's recent history within ``budget`` into ``state.history``, and its
-        settings and newest summary (one transaction: this runs every turn). A turn of the
-        channel still marked running was cut short and nobody resumed it: it is marked
-        interrupted, and calls of its that never got a result get ``unanswered`` (if given)
-        as theirs."""
-        channel_id, user = state.channel_id, state.messages[0]
+    async def begin(
+        self,
+        state: TurnState,
+        budget: int,
+        unanswered: str | None = None,
+        shown: Shown | None = None,
+    ) -> None:
+        """Store a new turn (running) and its question (``state.messages[0]``, or the one
+        ``shown`` makes: asked in a thread), after reading the channel's recent history
+        within ``budget`` into ``state.history``, and its settings and newest summary (one
+        transaction: this runs every turn). A turn of the channel still marked running was
+        cut short and nobody resumed it: it is marked interrupted, and calls of its that
+        never got a result get ``unanswered`` (if given) as theirs."""
+        channel_id = state.channel_id
         kept = self.windows.take_out(channel_id)
 
+        def question(connection: Connection) -> Message:
+            if shown is None:
+                return state.messages[0]
+            return shown.message(held_in(connection, channel_id, shown.ts))
+
         def work(connection: Connection) -> tuple[Window, OpenTurn, Message, Standing]:
+            user = question(connection)
             window, standing = window_of(connection, channel_id, budget, kept, STANDING)
             _interrupted(connection, channel_id, window, unanswered)
             turn_id = connection.scalar(INSERT_TURN, new_turn(state))
@@ -91,6 +104,7 @@ class TurnStore:
             # two, as it can between two statements of a READ COMMITTED transaction (the
             # deletion drops the kept window). A channel with a turn cut short needs a
             # transaction (None: ``work``)
+            user = question(connection)
             if kept is not None and kept.budget == budget and not _cut_short(kept):
                 begun = insert_begun(
                     connection, state, channel_id, kept, user, STANDING, checked=True

@@ -21,7 +21,7 @@ from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI, Reply, ToolUse
 from tests.fakes.slack_server import FakeSlack
 from tests.scenarios.slack.agent_helpers import jira_settings, posted_card
-from tests.scenarios.slack.conftest import Clock, Database, RunningBot, posts
+from tests.scenarios.slack.conftest import Clock, Database, RunningBot, posts, turn_finished
 from tests.scenarios.slack.thread_helpers import (
     ALICE,
     BOB,
@@ -299,6 +299,37 @@ async def test_a_thread_of_two_thousand_stays_within_the_budget_and_a_few_calls(
     assert "older ones left out" in text
     shown = text.split("[End of the thread's messages.")[0].split("\n\n", 1)[1]
     assert count_text(shown) <= 500 + 20  # the blank lines between the lines
+
+
+async def test_questions_waiting_for_their_channel_read_their_thread_once_each(
+    bot: RunningBot, fake_slack: FakeSlack, fake_openai: FakeOpenAI, clock: Clock
+) -> None:
+    """Two questions in two threads of one channel at once: the second waits for the first
+    (its thread read when it was acknowledged); each thread read once, each shown with its
+    own question."""
+    fake_openai.latency = 0.5
+    first = thread_of_three(fake_slack, clock)
+    second = fake_slack.add_message("C1", "lunch at noon?", user=CAROL, ts=clock.ts())
+    events = [
+        in_thread("C1", clock.ts(), first, "open a ticket for this"),
+        in_thread("C1", clock.ts(), second, "what did Carol ask?"),
+    ]
+    for event in events:
+        fake_slack.add_message(
+            "C1", event["text"], user=ALICE, ts=event["ts"], thread_ts=event["thread_ts"]
+        )
+    for event in events:
+        assert (await bot.send(event)).status_code == 200
+    for event in events:
+        await fake_slack.wait_for(turn_finished("C1", event["ts"]), timeout=10)
+    await bot.idle()
+
+    replies = fake_slack.calls_to("conversations.replies")
+    assert sorted(c.args["ts"] for c in replies) == sorted([first, second])
+    asked = {said(r).rsplit("\n\n", 1)[-1]: said(r) for r in fake_openai.requests}
+    assert "same here since Tuesday" in asked["open a ticket for this"]
+    assert "lunch at noon?" in asked["what did Carol ask?"]
+    assert "ACME" not in asked["what did Carol ask?"]
 
 
 async def test_a_429_on_the_thread_is_waited_out(
