@@ -70,8 +70,6 @@ def count_text(text: str | None) -> int:
 def fits(text: str, budget: int) -> bool:
     """Whether ``text`` costs at most ``budget`` tokens; counted only when its UTF-8 size is
     over it (a token is at least one byte, so a text within it fits uncounted)."""
-    if len(text) > budget:  # a character is at least one byte
-        return count_text(text) <= budget
     return len(text.encode("utf-8", "surrogatepass")) <= budget or count_text(text) <= budget
 
 

@@ -117,6 +117,11 @@ class Delivery:
         if self.threads is not None and question.in_thread and question.thread_ts:
             self.threads.read_early(question.channel, question.thread_ts, question.ts)
 
+    async def close(self) -> None:
+        """The early thread reads not taken stop."""
+        if self.threads is not None:
+            await self.threads.close()
+
     async def working(self, question: Question) -> None:
         await self.poster.add_reaction(question)
         if question.pane:

@@ -75,8 +75,14 @@ class SlackThreads:
             return
         task = asyncio.create_task(self._read(channel, thread_ts, before))
         self._early[key] = task
-        loop = asyncio.get_running_loop()
-        task.add_done_callback(lambda _: loop.call_later(EARLY_FOR_S, self._drop, key, task))
+        task.add_done_callback(functools.partial(self._read_early_done, key))
+
+    def _read_early_done(self, key: tuple[str, str], task: asyncio.Task[Context]) -> None:
+        if not task.cancelled() and task.exception() is not None:  # its job reads again
+            log.warning(
+                "could not read thread %s in %s early (%r)", key[1], key[0], task.exception()
+            )
+        asyncio.get_running_loop().call_later(EARLY_FOR_S, self._drop, key, task)
 
     def _drop(self, key: tuple[str, str], task: asyncio.Task[Context]) -> None:
         if self._early.get(key) is task:

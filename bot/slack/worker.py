@@ -103,8 +103,7 @@ class Worker:
         for key in list(self._signs):
             channel, ts = key
             await self._end_progress(channel, ts)
-        if self.delivery.threads is not None:
-            await self.delivery.threads.close()
+        await self.delivery.close()
         if self._namer is not None:
             self._namer.cancel()
             await asyncio.gather(self._namer, return_exceptions=True)
