@@ -70,14 +70,17 @@ class ToolCall:
 
     ``marker`` is the idempotency marker a call of a writing tool carries (a Jira label):
     given before the call runs and stored with it, so that whoever resumes the turn can
-    look up whether the write happened instead of sending it again. It is not part of the
-    history documents (``to_dict``); ``to_stored`` / ``from_dict`` keep it.
+    look up whether the write happened instead of sending it again. ``preview`` is the
+    change a writing call would make, in words a person can check before approving it
+    ("Assign TASK-12 to Carol Diaz"), read when its turn pauses for approval. Neither is
+    part of the history documents (``to_dict``); ``to_stored`` / ``from_dict`` keep them.
     """
 
     id: str
     name: str
     arguments: str
     marker: str | None = None
+    preview: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
@@ -86,6 +89,8 @@ class ToolCall:
         data = self.to_dict()
         if self.marker is not None:
             data["marker"] = self.marker
+        if self.preview is not None:
+            data["preview"] = self.preview
         return data
 
     @classmethod
@@ -95,6 +100,7 @@ class ToolCall:
             name=data["name"],
             arguments=data.get("arguments") or "",
             marker=data.get("marker"),
+            preview=data.get("preview"),
         )
 
 

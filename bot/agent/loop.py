@@ -140,11 +140,13 @@ class Loop:
                 self._finish(reply, conversation, state, capped)
                 return
             calls = tuple(self._marked(call, state) for call in reply.tool_calls)
-            assistant = _counted(Message.assistant(reply.content, calls, reply.replay))
             decisions = await self._decide(calls, turn)
             if any(d.action == "interrupt" for d in decisions.values()):
+                calls = await self._previewed(calls, decisions)
+                assistant = _counted(Message.assistant(reply.content, calls, reply.replay))
                 state.outcome, state.pending = Outcome.AWAITING_APPROVAL, assistant
                 return
+            assistant = _counted(Message.assistant(reply.content, calls, reply.replay))
             await self._run_calls(assistant, conversation, turn, decisions)
 
     def _marked(self, call: ToolCall, state: TurnState) -> ToolCall:
@@ -154,6 +156,19 @@ class Loop:
         if call.marker is None and self.registry.writes(call.name):
             return dataclasses.replace(call, marker=f"bot-{secrets.token_hex(5)}")
         return call
+
+    async def _previewed(
+        self, calls: Sequence[ToolCall], decisions: dict[str, Decision]
+    ) -> tuple[ToolCall, ...]:
+        """The calls, each one that waits for a person with the change it would make in
+        words (stored with it, so the card says the same whenever it is shown)."""
+
+        async def previewed(call: ToolCall) -> ToolCall:
+            if decisions[call.id].action != "interrupt":
+                return call
+            return dataclasses.replace(call, preview=await self.registry.preview(call))
+
+        return tuple(await asyncio.gather(*(previewed(call) for call in calls)))
 
     async def _decide(self, calls: Sequence[ToolCall], turn: _Turn) -> dict[str, Decision]:
         decisions = {}

@@ -60,7 +60,8 @@ def approval_card(
 ) -> tuple[str, Blocks]:
     """(fallback text, blocks) of the card; ``decided`` (who decided, or that it expired)
     replaces the buttons."""
-    steps = [describe(call) for call in calls]
+    # the change each call would make, as read when the turn paused, else what it does
+    steps = [call.preview or describe(call) for call in calls]
     text = "Approval needed: " + "; ".join(_safe(step) for step in steps)
     blocks: Blocks = [_section("*I'd like to do this. Shall I go ahead?*")]
     for call, step in zip(calls, steps, strict=True):

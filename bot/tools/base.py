@@ -9,7 +9,8 @@ A tool that writes (``writes=True``) may take a keyword-only ``marker`` argument
 call's idempotency marker (``ToolCall.marker``), which it puts on what it creates. Its
 ``lookup`` (a function, or the name of a method of the same object) finds what a call with
 that marker created, for a turn resumed after a crash: ``recover()`` asks it instead of
-running the call again, so a write is never sent twice.
+running the call again, so a write is never sent twice. Its ``preview`` says what a call
+would change, for the person asked to approve it (``preview()``).
 """
 
 from __future__ import annotations
@@ -115,9 +116,12 @@ class ToolRegistry:
         options = getattr(function, TOOL_MARK, ToolOptions(None, False, None))
         tool_name = name or options.name or function.__name__
         description, arguments = describe_function(function, tool_name)
-        lookup = options.lookup
-        if isinstance(lookup, str):  # a method of the same object
-            lookup = getattr(cast(MethodType, function).__self__, lookup)
+        lookup, preview = (
+            getattr(cast(MethodType, function).__self__, found)  # a method of the same object
+            if isinstance(found, str)
+            else found
+            for found in (options.lookup, options.preview)
+        )
         entry = Tool(
             name=tool_name,
             description=description,
@@ -129,6 +133,7 @@ class ToolRegistry:
             lookup=lookup,
             source=source,
             defaults=options.defaults,
+            preview=preview,
         )
         self._tools[tool_name] = entry
         return entry
@@ -294,6 +299,22 @@ class ToolRegistry:
             return entry.progress.format_map(_Blank(values))
         except (ValueError, IndexError, AttributeError):
             return fallback
+
+    async def preview(self, call: ToolCall) -> str:
+        """The change ``call`` would make, in words for the person asked to approve it: what
+        its tool's ``preview`` says (bounded by the tool's time limit), else what
+        ``describe`` says. Never raises."""
+        entry = self._tools.get(call.name)
+        if entry is None or entry.preview is None:
+            return self.describe(call)
+        try:
+            _, kwargs = self.parse(call)
+            limit = entry.timeout or self.default_timeout
+            said = await asyncio.wait_for(_invoke(entry.preview, kwargs), limit)
+        except Exception as exc:  # the card still says what the call does
+            log.info("preview of %s failed (%s)", call.name, type(exc).__name__)
+            return self.describe(call)
+        return str(said) if said else self.describe(call)
 
     def parse(self, call: ToolCall) -> tuple[Tool, dict[str, Any]]:
         """The tool and validated arguments for ``call``; ToolError when either is wrong."""

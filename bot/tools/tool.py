@@ -34,6 +34,7 @@ class ToolOptions:
     progress: str | None = None
     lookup: str | Callable[..., Any] | None = None
     defaults: Mapping[str, str] | None = None
+    preview: str | Callable[..., Any] | None = None
 
 
 @overload
@@ -48,6 +49,7 @@ def tool(
     progress: str | None = None,
     lookup: str | Callable[..., Any] | None = None,
     defaults: Mapping[str, str] | None = None,
+    preview: str | Callable[..., Any] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -60,16 +62,20 @@ def tool(
     progress: str | None = None,
     lookup: str | Callable[..., Any] | None = None,
     defaults: Mapping[str, str] | None = None,
+    preview: str | Callable[..., Any] | None = None,
 ) -> F | Callable[[F], F]:
     """Mark a function or method as a tool. ``writes=True`` declares a tool that changes
     something outside the bot (it may need a person's approval). ``progress`` says what a
     call is doing, for people watching, with ``{argument}`` placeholders: "Looking up
     {issue_key} in Jira". ``lookup`` (a writing tool's) is called as
     ``lookup(marker, **arguments)`` to find what an earlier call created: it returns that
-    call's result, or raises ToolError saying what it found (see ``recover``)."""
+    call's result, or raises ToolError saying what it found (see ``recover``). ``preview``
+    (a writing tool's, a function or the name of a method of the same object) is called with
+    a call's arguments when its turn pauses for approval, and returns the change in words a
+    person can check ("Move TASK-12 from In Progress to Done"); it may read, never write."""
 
     def mark(func: F) -> F:
-        options = ToolOptions(name, writes, timeout, progress, lookup, defaults)
+        options = ToolOptions(name, writes, timeout, progress, lookup, defaults, preview)
         setattr(func, TOOL_MARK, options)
         return func
 
@@ -101,6 +107,8 @@ class Tool:
     source: str = BUILT_IN
     #: argument -> the channel setting that fills it when a call leaves it out
     defaults: Mapping[str, str] | None = None
+    #: a writing tool's way of saying what a call would change, before it is approved
+    preview: Callable[..., Any] | None = None
 
     @property
     def takes_marker(self) -> bool:

@@ -23,11 +23,14 @@ class Tickets:
     def __init__(self) -> None:
         self.created: list[str] = []
 
-    @tool(writes=True)
+    @tool(writes=True, preview="say_create")
     def create_ticket(self, summary: str) -> dict[str, str]:
         """Create a ticket."""
         self.created.append(summary)
         return {"key": f"TASK-{len(self.created)}"}
+
+    def say_create(self, summary: str) -> str:
+        return f"Create ticket {len(self.created) + 1}: {summary}"
 
 
 @pytest.fixture
@@ -64,6 +67,11 @@ async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOp
     assert paused.outcome == "awaiting_approval" and tickets.created == []
     assert [c.id for c in paused.pending] == ["w1"]
     assert [m.role for m in await history(services).messages("C1")] == ["user"]
+    # what the card says the write will do, read as the turn paused and stored with it
+    waiting = await conversations.turn(paused.turn_id)
+    assert [c.preview for c in conversations.interruptions(waiting)] == [
+        "Create ticket 1: Printer on fire"
+    ]
 
     first, second = await asyncio.gather(
         conversations.resume(paused.turn_id, {"w1": APPROVAL}),

@@ -154,3 +154,51 @@ def test_a_writing_call_carries_its_marker_and_is_recovered_by_it_not_run_again(
     cancel = ToolCall("c3", "cancel_order", '{"order": "bot-1"}', marker="bot-3")
     error = json.loads(asyncio.run(registry.recover(cancel)).output)["error"]
     assert "not run again" in error and "cancel_order" in error
+
+
+class Moves:
+    """A writing tool whose preview reads what it would change."""
+
+    def __init__(self) -> None:
+        self.status = {"TASK-1": "In Progress"}
+
+    @tool(writes=True, preview="say_move", progress="Moving {key}")
+    def move(self, key: str, status: str) -> str:
+        """Move an issue.
+
+        Args:
+            key: the issue.
+            status: where to.
+        """
+        self.status[key] = status
+        return "moved"
+
+    def say_move(self, key: str, status: str) -> str:
+        return f"Move {key} from {self.status[key]} to {status}"
+
+
+def test_a_preview_says_the_change_in_words_and_falls_back_to_the_progress_line() -> None:
+    moves = Moves()
+    registry = ToolRegistry()
+    registry.add_object(moves)
+    registry.add_object(Orders())
+
+    said = asyncio.run(
+        registry.preview(ToolCall("1", "move", '{"key": "TASK-1", "status": "Done"}'))
+    )
+    assert said == "Move TASK-1 from In Progress to Done"
+    assert moves.status == {"TASK-1": "In Progress"}  # read, nothing changed
+    # a preview that fails (an unknown issue), bad arguments, or a tool without one: the
+    # progress line (what the call does), never an exception
+    unknown = ToolCall("2", "move", '{"key": "NOPE-9", "status": "Done"}')
+    assert asyncio.run(registry.preview(unknown)) == "Moving NOPE-9"
+    assert asyncio.run(registry.preview(ToolCall("3", "move", "{broken"))) == "Running move"
+    order = ToolCall("4", "place_order", '{"item": "paper"}')
+    assert asyncio.run(registry.preview(order)) == "Running place_order"
+
+
+def test_a_preview_is_stored_with_its_call() -> None:
+    call = ToolCall("1", "move", "{}", marker="bot-1", preview="Move TASK-1 to Done")
+    stored = call.to_stored()
+    assert ToolCall.from_dict(stored) == call
+    assert "preview" not in call.to_dict()  # not part of the history documents
