@@ -79,10 +79,12 @@ class HubSpotCrm:
         answer = await self.hubspot.request(
             "POST", "/crm/v3/objects/contacts/search", json=body, action="search contacts"
         )
-        found = [self._contact(row) for row in answer.get("results") or []]
+        rows = answer.get("results") or []
+        found = [self._contact(row) for row in rows]
         await self._add_companies(found)
         lowered = [w.lower() for w in words]
-        matching = [c for c in found if all(_matches(c, w) for w in lowered)]
+        own = [(row.get("properties") or {}).get("company") for row in rows]
+        matching = [c for c, o in zip(found, own, strict=True) if _matches(c, o, lowered)]
         matching.sort(key=lambda c: ((c["name"] or "").lower(), c["id"]))
         return matching[:limit]
 
@@ -288,7 +290,6 @@ class HubSpotCrm:
             "account_id": None,
             "account_name": None,
             "url": None,
-            "company": p.get("company"),
         }
 
 
@@ -298,9 +299,12 @@ def note_body(text: str, marker: str) -> str:
     return f"<p>{lines}</p><p>ref {marker}</p>"
 
 
-def _matches(contact: dict[str, Any], word: str) -> bool:
-    fields = (contact["name"], contact["email"], contact["company"], contact["account_name"])
-    return any(word in (value or "").lower() for value in fields)
+def _matches(contact: dict[str, Any], company: str | None, words: list[str]) -> bool:
+    """Every word is part of the name, the email, the contact's company field or the
+    associated company's name."""
+    fields = [(v or "").lower() for v in (contact["name"], contact["email"], company)]
+    fields.append((contact["account_name"] or "").lower())
+    return all(any(word in field for field in fields) for word in words)
 
 
 def _note(note_id: str, contact: dict[str, Any]) -> dict[str, Any]:

@@ -108,10 +108,10 @@ class SalesforceCrm:
             "Status": "Completed",
             "ActivityDate": datetime.now(UTC).date().isoformat(),
         }
-        timeout = self.connection.timeout
+        options = self.connection.options
         created = await asyncio.to_thread(
             self.connection.call,
-            lambda sf: sf.restful("sobjects/Task/", method="POST", json=task, timeout=timeout),
+            lambda sf: sf.restful("sobjects/Task/", method="POST", json=task, **options),
             action=f"log a note on contact {contact['id']}",
             write=True,
         )
@@ -134,7 +134,7 @@ class SalesforceCrm:
     async def check(self) -> Check:
         def describe(sobject: str) -> dict[str, Any]:
             answer = self.connection.call(
-                lambda sf: sf.restful(f"sobjects/{sobject}/", timeout=self.connection.timeout),
+                lambda sf: sf.restful(f"sobjects/{sobject}/", **self.connection.options),
                 action=f"describe {sobject}",
             )
             return dict((answer or {}).get("objectDescribe") or {})
@@ -158,20 +158,20 @@ class SalesforceCrm:
         self.connection.session.close()
 
     async def _query(self, soql: str, action: str) -> list[dict[str, Any]]:
-        timeout = self.connection.timeout
+        options = self.connection.options
 
         def query(sf: Salesforce) -> dict[str, Any]:
-            return dict(sf.query(soql, timeout=timeout))
+            return dict(sf.query(soql, **options))
 
         answer = await asyncio.to_thread(self.connection.call, query, action=action)
         return list(answer.get("records") or [])
 
     async def _count(self, account_id: str) -> int:
         soql = format_soql("SELECT COUNT() FROM Contact WHERE AccountId = {}", account_id)
-        timeout = self.connection.timeout
+        options = self.connection.options
         answer = await asyncio.to_thread(
             self.connection.call,
-            lambda sf: dict(sf.query(soql, timeout=timeout)),
+            lambda sf: dict(sf.query(soql, **options)),
             action="count the account's contacts",
         )
         return int(answer.get("totalSize") or 0)

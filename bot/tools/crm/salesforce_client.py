@@ -64,8 +64,12 @@ class SalesforceConnection:
             "client_secret": settings.SALESFORCE_CLIENT_SECRET or "",
         }
         self.session = requests.Session()
-        if settings.ca_bundle is not None:
-            self.session.verify = str(settings.ca_bundle)
+        #: every request's keywords: its time-out, and the CA bundle (given with each
+        #: request: requests lets the environment's REQUESTS_CA_BUNDLE override the session's)
+        self.options: dict[str, Any] = {
+            "timeout": self.timeout,
+            "verify": str(settings.ca_bundle) if settings.ca_bundle else True,
+        }
         #: the token's answer: instance_url, and the identity URL (id) naming the org
         self.identity: dict[str, Any] = {}
         self._client: Salesforce | None = None
@@ -94,7 +98,7 @@ class SalesforceConnection:
     def _login(self) -> Salesforce:
         url = f"{self.login_url}/services/oauth2/token"
         try:
-            response = self.session.post(url, data=self._credentials, timeout=self.timeout)
+            response = self.session.post(url, data=self._credentials, **self.options)
         except requests.Timeout:
             raise ToolError(
                 f"Salesforce did not answer within {self.timeout:g} s at SALESFORCE_LOGIN_URL."
@@ -169,11 +173,14 @@ class SalesforceConnection:
 
 
 def errors_of(exc: SalesforceError) -> list[dict[str, Any]]:
-    """Salesforce's error body: a JSON array of ``message`` and ``errorCode``."""
-    try:
-        body = json.loads(exc.content)
-    except (ValueError, TypeError):
-        return []
+    """Salesforce's error body: a JSON array of ``message`` and ``errorCode`` (which
+    simple-salesforce keeps parsed, or as text when it is not JSON)."""
+    body: Any = exc.content
+    if isinstance(body, str | bytes):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return []
     return [e for e in body if isinstance(e, dict)] if isinstance(body, list) else []
 
 
