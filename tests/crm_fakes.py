@@ -35,52 +35,62 @@ def _examples() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
     return account_rows, contact_rows
 
 
+def seeded_salesforce() -> FakeSalesforce:
+    """A fake Salesforce, started, holding the sample records."""
+    fake = FakeSalesforce(client_id=SF_CLIENT, client_secret=SF_SECRET)
+    accounts, contacts = _examples()
+    ids = {
+        a["id"]: fake.add_account(
+            a["name"],
+            owner=a["owner"],
+            Industry=a["industry"],
+            Type="Customer",
+            Description=a["notes"],
+            BillingCountry=a["region"],
+        )
+        for a in accounts
+    }
+    for c in contacts:
+        fake.add_contact(
+            c["name"],
+            email=c["email"],
+            account=ids[c["account_id"]],
+            Title=c["title"],
+            Phone=c["phone"] or None,
+        )
+    return fake
+
+
+def seeded_hubspot() -> FakeHubSpot:
+    """A fake HubSpot, started, holding the sample records."""
+    fake = FakeHubSpot(token=HUBSPOT_TOKEN)
+    accounts, contacts = _examples()
+    ids = {
+        a["id"]: fake.add_company(a["name"], industry=a["industry"].upper(), description=a["notes"])
+        for a in accounts
+    }
+    for c in contacts:
+        first, _, last = c["name"].partition(" ")
+        fake.add_contact(
+            first,
+            last,
+            company=ids[c["account_id"]],
+            email=c["email"],
+            jobtitle=c["title"],
+            phone=c["phone"],
+        )
+    return fake
+
+
 @pytest.fixture(scope="session")
 def _salesforce() -> Iterator[FakeSalesforce]:
-    with FakeSalesforce(client_id=SF_CLIENT, client_secret=SF_SECRET) as fake:
-        accounts, contacts = _examples()
-        ids = {
-            a["id"]: fake.add_account(
-                a["name"],
-                owner=a["owner"],
-                Industry=a["industry"],
-                Type="Customer",
-                Description=a["notes"],
-                BillingCountry=a["region"],
-            )
-            for a in accounts
-        }
-        for c in contacts:
-            fake.add_contact(
-                c["name"],
-                email=c["email"],
-                account=ids[c["account_id"]],
-                Title=c["title"],
-                Phone=c["phone"] or None,
-            )
+    with seeded_salesforce() as fake:
         yield fake
 
 
 @pytest.fixture(scope="session")
 def _hubspot() -> Iterator[FakeHubSpot]:
-    with FakeHubSpot(token=HUBSPOT_TOKEN) as fake:
-        accounts, contacts = _examples()
-        ids = {
-            a["id"]: fake.add_company(
-                a["name"], industry=a["industry"].upper(), description=a["notes"]
-            )
-            for a in accounts
-        }
-        for c in contacts:
-            first, _, last = c["name"].partition(" ")
-            fake.add_contact(
-                first,
-                last,
-                company=ids[c["account_id"]],
-                email=c["email"],
-                jobtitle=c["title"],
-                phone=c["phone"],
-            )
+    with seeded_hubspot() as fake:
         yield fake
 
 
@@ -100,10 +110,11 @@ def hubspot(_hubspot: FakeHubSpot) -> Iterator[FakeHubSpot]:
     _hubspot.reset()
 
 
-def salesforce_settings(fake: FakeSalesforce, **more: Any) -> dict[str, Any]:
+def salesforce_settings(fake: FakeSalesforce | str, **more: Any) -> dict[str, Any]:
+    """The bot's settings for the fake (or a fake's URL)."""
     return {
         "CRM": "salesforce",
-        "SALESFORCE_LOGIN_URL": fake.url,
+        "SALESFORCE_LOGIN_URL": fake if isinstance(fake, str) else fake.url,
         "SALESFORCE_CLIENT_ID": SF_CLIENT,
         "SALESFORCE_CLIENT_SECRET": SF_SECRET,
         **tls_settings(),
@@ -111,11 +122,12 @@ def salesforce_settings(fake: FakeSalesforce, **more: Any) -> dict[str, Any]:
     }
 
 
-def hubspot_settings(fake: FakeHubSpot, **more: Any) -> dict[str, Any]:
+def hubspot_settings(fake: FakeHubSpot | str, **more: Any) -> dict[str, Any]:
+    """The bot's settings for the fake (or a fake's URL)."""
     return {
         "CRM": "hubspot",
         "HUBSPOT_ACCESS_TOKEN": HUBSPOT_TOKEN,
-        "HUBSPOT_BASE_URL": fake.url,
+        "HUBSPOT_BASE_URL": fake if isinstance(fake, str) else fake.url,
         **tls_settings(),
         **more,
     }

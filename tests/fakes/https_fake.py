@@ -24,6 +24,7 @@ from tests.fakes.serve import ServedApp, StopsOnExit, serve_in_thread
 from tests.fakes.tls import server_certificate
 
 INVALID_JSON = object()
+KEEP_ALIVE_S = 60
 
 
 @dataclass
@@ -54,7 +55,10 @@ class HttpsFake(FaultMethods, StopsOnExit):
         async def asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
             await self._asgi(scope, receive, send)  # a function: uvicorn tells ASGI 3 by it
 
-        self._served: ServedApp = serve_in_thread(asgi, tls=server_certificate())
+        # a CRM's servers keep an idle connection longer than uvicorn's 5 s
+        self._served: ServedApp = serve_in_thread(
+            asgi, tls=server_certificate(), keep_alive_s=KEEP_ALIVE_S
+        )
         self.url = self._served.url
 
     # ---- test-facing API

@@ -27,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from tests.fakes.https_fake import INVALID_JSON, HttpsFake, Received
-from tests.fakes.salesforce_soql import ID, SCHEMA, SoqlError, parse
+from tests.fakes.salesforce_soql import ID, SCHEMA, Query, SoqlError, parse
 
 __all__ = ["FakeSalesforce"]
 
@@ -191,7 +191,24 @@ class FakeSalesforce(HttpsFake):
         if not query.fields:  # COUNT()
             return JSONResponse({"totalSize": total, "done": True, "records": []})
         shown = [self._shown(query.sobject, r, query.fields, version) for r in rows]
+        for record, row in zip(shown, rows, strict=True):
+            for relationship, parent_field, child in query.children:
+                record[relationship] = self._children(row["Id"], parent_field, child, version)
         return JSONResponse({"totalSize": len(shown), "done": True, "records": shown})
+
+    def _children(
+        self, parent: str, parent_field: str, query: Query, version: str
+    ) -> dict[str, Any] | None:
+        """A subquery's records under one parent; null when there are none, as Salesforce."""
+        rows = [r for r in self.records[query.sobject].values() if r.get(parent_field) == parent]
+        rows = [self._joined(query.sobject, r) for r in rows]
+        for field, descending in reversed(query.order):
+            rows.sort(key=lambda r, f=field: _sort_key(r, f), reverse=descending)
+        rows = rows[: query.limit] if query.limit is not None else rows
+        if not rows:
+            return None
+        shown = [self._shown(query.sobject, r, query.fields, version) for r in rows]
+        return {"totalSize": len(shown), "done": True, "records": shown}
 
     def _create(self, name: str, payload: Any, version: str) -> Response:
         if not self.permissions[name]["createable"]:

@@ -1,7 +1,8 @@
 """The SOQL the fake Salesforce understands, parsed and run as Salesforce would, refusing
 what Salesforce refuses.
 
-    SELECT field, Relationship.field, ... | COUNT()
+    SELECT field, Relationship.field, (SELECT field, ... FROM ChildRelationship
+            [ORDER BY ...] [LIMIT n]), ... | COUNT()
     FROM Object
     [WHERE condition]          comparisons (=, !=, <>, LIKE) of a field with a literal,
                                joined by AND or OR (never both at one level without
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: the fields of each object: name -> kind ("id", "text", "longtext", "date", or
@@ -60,6 +61,11 @@ SCHEMA: dict[str, dict[str, str]] = {
         "CreatedDate": "date",
     },
     "User": {"Id": "id", "Name": "text", "Email": "text"},
+}
+#: each object's child relationships: name -> (the child object, its field naming the parent)
+CHILDREN: dict[str, dict[str, tuple[str, str]]] = {
+    "Account": {"Contacts": ("Contact", "AccountId")},
+    "Contact": {"Tasks": ("Task", "WhoId")},
 }
 ID = re.compile(r"[A-Za-z0-9]{15}(?:[A-Za-z0-9]{3})?")
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "b": "\b", "f": "\f", '"': '"', "'": "'", "\\": "\\"}
@@ -107,6 +113,8 @@ class Query:
     where: Callable[[dict[str, Any]], bool] | None
     order: list[tuple[str, bool]]  # (field, descending)
     limit: int | None
+    #: the parent-child subqueries: (relationship, the field naming the parent, the query)
+    children: list[tuple[str, str, Query]] = field(default_factory=list)
 
 
 def tokens(soql: str) -> list[Token]:
@@ -168,25 +176,47 @@ class Parser:
         self.tokens = tokens(soql)
         self.at = 0
         self.sobject = ""
+        #: a subquery's child relationship
+        self.link = ""
 
-    def parse(self) -> Query:
+    def parse(self, parent: str | None = None) -> Query:
+        """The query; ``parent``: the object of the query this one is a subquery of."""
         self.keyword("SELECT")
         fields: list[str] = []
-        if self.peek_keyword("COUNT"):
+        subqueries: list[int] = []
+        if self.peek_keyword("COUNT") and parent is None:
             self.take()
             self.punct("(")
             self.punct(")")
         else:
-            fields.append(self.name())
-            while self.peek().text == ",":
+            while True:
+                if self.peek().text == "(" and parent is None:
+                    subqueries.append(self.at)
+                    self.skip_parentheses()
+                else:
+                    fields.append(self.name())
+                if self.peek().text != ",":
+                    break
                 self.take()
-                fields.append(self.name())
         self.keyword("FROM")
         self.sobject = self.name()
-        if self.sobject not in SCHEMA:
+        if parent is not None:
+            child = CHILDREN.get(parent, {}).get(self.sobject)
+            if child is None:
+                raise SoqlError(
+                    "INVALID_TYPE",
+                    f"Didn't understand relationship '{self.sobject}' in FROM part of query "
+                    "call. If you are attempting to use a custom relationship, be sure to "
+                    "append the '__r' after the custom relationship name.",
+                )
+            self.link = self.sobject
+            self.sobject = child[0]
+        elif self.sobject not in SCHEMA:
             raise SoqlError("INVALID_TYPE", f"sObject type '{self.sobject}' is not supported.")
-        for field in fields:
-            self.field(field)
+        fields = [self.field(f) for f in fields]
+        after = self.at
+        children = [self.subquery(at) for at in subqueries]
+        self.at = after
         where = None
         if self.peek_keyword("WHERE"):
             self.take()
@@ -211,9 +241,31 @@ class Parser:
             if token.kind != "number" or "." in token.text:
                 raise SoqlError("MALFORMED_QUERY", f"unexpected token: '{token.text}'")
             limit = int(token.text)
-        if self.peek().kind != "end":
+        if parent is None and self.peek().kind != "end":
             raise SoqlError("MALFORMED_QUERY", f"unexpected token: '{self.peek().text}'")
-        return Query(self.sobject, fields, where, order, limit)
+        return Query(self.sobject, fields, where, order, limit, children)
+
+    def subquery(self, at: int) -> tuple[str, str, Query]:
+        """The parent-child subquery whose "(" is at token ``at``."""
+        inner = Parser.__new__(Parser)
+        inner.tokens, inner.at, inner.sobject, inner.link = self.tokens, at + 1, "", ""
+        query = inner.parse(parent=self.sobject)
+        if inner.peek().text != ")":
+            raise SoqlError("MALFORMED_QUERY", f"unexpected token: '{inner.peek().text}'")
+        if query.where is not None:
+            raise SoqlError("MALFORMED_QUERY", "fake Salesforce: no WHERE in a subquery")
+        _, parent_field = CHILDREN[self.sobject][inner.link]
+        return inner.link, parent_field, query
+
+    def skip_parentheses(self) -> None:
+        depth = 0
+        while True:
+            token = self.take()
+            if token.kind == "end":
+                raise SoqlError("MALFORMED_QUERY", "unexpected token: missing ')'")
+            depth += {"(": 1, ")": -1}.get(token.text, 0)
+            if depth == 0:
+                return
 
     # ---- conditions
 

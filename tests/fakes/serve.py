@@ -116,10 +116,12 @@ def serve_in_thread(
     graceful_timeout: int = 1,
     startup_timeout: float = 10.0,
     tls: ServerCertificate | None = None,
+    keep_alive_s: int = 5,
 ) -> ServedApp:
     """Start `asgi_app` under uvicorn in a daemon thread and wait until it accepts connections.
 
-    `graceful_timeout` bounds how long stop() waits for in-flight requests before cancelling them.
+    `graceful_timeout` bounds how long stop() waits for in-flight requests before cancelling them;
+    `keep_alive_s` how long an idle connection is kept (uvicorn's default, 5 s).
     """
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets whose proto is
     # TCP, and without it every keep-alive request waits ~40 ms for a delayed ACK.
@@ -142,6 +144,7 @@ def serve_in_thread(
         access_log=False,
         timeout_graceful_shutdown=graceful_timeout,
         ws="none",
+        timeout_keep_alive=keep_alive_s,
         ssl_certfile=str(tls.cert_file) if tls else None,
         ssl_keyfile=str(tls.key_file) if tls else None,
     )

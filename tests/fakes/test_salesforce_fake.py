@@ -75,6 +75,9 @@ def test_soql_with_escaped_values(fake: FakeSalesforce) -> None:
     ]
     assert sf.query(format_soql(like, "100%"))["totalSize"] == 1
     assert sf.query(format_soql(like, "' OR Name LIKE '%"))["totalSize"] == 0
+    children = "(SELECT Name FROM Contacts ORDER BY Name DESC LIMIT 1)"
+    (acme,) = sf.query(f"SELECT Name, {children} FROM Account WHERE Name = 'acme corp'")["records"]
+    assert [c["Name"] for c in acme["Contacts"]["records"]] == ["Sean O'Brien"]
     counted = sf.query("SELECT COUNT() FROM Contact WHERE Email LIKE '%acme%'")
     assert counted["totalSize"] == 2 and counted["records"] == []
 
@@ -94,6 +97,7 @@ def test_soql_with_escaped_values(fake: FakeSalesforce) -> None:
         ("SELECT Id, Owner.Name FROM Contact", "INVALID_FIELD"),
         ("SELECT Id FROM Task WHERE Description LIKE '%bot-1%'", "INVALID_FIELD"),
         ("SELECT Id FROM Widget", "INVALID_TYPE"),
+        ("SELECT Id, (SELECT Id FROM Colleagues) FROM Account", "INVALID_TYPE"),
         ("SELECT Id FROM Contact WHERE Id = 'nope'", "INVALID_QUERY_FILTER_OPERATOR"),
     ],
 )

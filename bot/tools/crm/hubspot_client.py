@@ -1,5 +1,6 @@
-"""The connection to HubSpot: one httpx2 client for the process (keep-alive), a private
-app's token, retries and errors.
+"""The connection to HubSpot: one aiohttp session for the process (keep-alive), a private
+app's token, retries and errors. aiohttp rather than httpx2 or HubSpot's own client: a
+request costs a third of httpx2's CPU (bench/README.md, "CRM look-ups").
 
 A 429 is waited out per its Retry-After (or HubSpot's X-HubSpot-RateLimit-Interval-
 Milliseconds) and a 5xx of a read is tried again, both within the tool call's time limit
@@ -10,11 +11,14 @@ Milliseconds) and a 5xx of a read is tried again, both within the tool call's ti
 
 from __future__ import annotations
 
+import asyncio
+import json as jsonlib
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
-import httpx2
+import aiohttp
 from tenacity import AsyncRetrying
 
 from bot.config import CrmSettings
@@ -25,17 +29,18 @@ from bot.tools.crm.retry import REQUEST_SHARE, policy, tls_context
 log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
-#: an idle connection is kept this long (httpx's default, 5 s, would close it between turns)
+#: an idle connection is kept this long (aiohttp's default, 15 s, closes it between turns)
 KEEPALIVE_S = 120.0
 
 
 class Failed(Exception):
     """HubSpot answered with an error status."""
 
-    def __init__(self, response: httpx2.Response) -> None:
-        super().__init__(response.status_code)
-        self.response = response
-        self.status = response.status_code
+    def __init__(self, status: int, headers: Mapping[str, str], body: bytes) -> None:
+        super().__init__(status)
+        self.status = status
+        self.headers = headers
+        self.body = body
 
 
 class HubSpotConnection:
@@ -46,16 +51,24 @@ class HubSpotConnection:
         if not settings.HUBSPOT_ACCESS_TOKEN:
             raise ValueError("HUBSPOT_ACCESS_TOKEN must be set")
         self.token = settings.HUBSPOT_ACCESS_TOKEN
+        self.base_url = settings.HUBSPOT_BASE_URL
         self.time_limit = time_limit
         self.timeout = round(time_limit * REQUEST_SHARE, 2)
-        context = tls_context(settings.ca_bundle)
-        self.http = httpx2.AsyncClient(
-            base_url=settings.HUBSPOT_BASE_URL,
-            headers={"Authorization": f"Bearer {self.token}"},
-            timeout=self.timeout,
-            verify=context if context is not None else True,
-            limits=httpx2.Limits(keepalive_expiry=KEEPALIVE_S),
-        )
+        self._tls = tls_context(settings.ca_bundle)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _http(self) -> aiohttp.ClientSession:
+        """The session, made in the event loop of its first request (aiohttp's rule)."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                headers={"Authorization": f"Bearer {self.token}"},
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                connector=aiohttp.TCPConnector(
+                    ssl=self._tls if self._tls is not None else True,
+                    keepalive_timeout=KEEPALIVE_S,
+                ),
+            )
+        return self._session
 
     async def request(
         self,
@@ -72,22 +85,21 @@ class HubSpotConnection:
         retryable = _write_retryable if write else _retryable
         retrying = AsyncRetrying(**policy(until, retryable, _retry_after, "hubspot"))
         try:
-            response: httpx2.Response = await retrying(self._send, method, path, json, params)
-            return response.json()
+            return jsonlib.loads(await retrying(self._send, method, path, json, params))
         except Failed as failed:
             raise _explain(failed, action, write) from None
-        except httpx2.TimeoutException as exc:
-            if write and not isinstance(exc, httpx2.ConnectTimeout):
+        except aiohttp.ClientConnectorError:
+            raise ToolError(
+                f"Could not reach HubSpot while trying to {action}; try again later."
+            ) from None
+        except TimeoutError:
+            if write:
                 raise OutcomeUnknown(f"HubSpot did not answer within {self.timeout:g} s") from None
             raise ToolError(
                 f"HubSpot did not answer within {self.timeout:g} s while trying to {action}. "
                 "It may be down or overloaded; try again later."
             ) from None
-        except httpx2.ConnectError:
-            raise ToolError(
-                f"Could not reach HubSpot while trying to {action}; try again later."
-            ) from None
-        except (httpx2.HTTPError, ValueError) as exc:
+        except (aiohttp.ClientError, ValueError) as exc:
             if write:
                 raise OutcomeUnknown(f"the answer was unreadable ({type(exc).__name__})") from None
             raise ToolError(
@@ -96,20 +108,24 @@ class HubSpotConnection:
 
     async def _send(
         self, method: str, path: str, json: Any, params: dict[str, str] | None
-    ) -> httpx2.Response:
-        response = await self.http.request(method, path, json=json, params=params)
-        if response.status_code >= 400:
-            raise Failed(response)
-        return response
+    ) -> bytes:
+        url = f"{self.base_url}{path}"
+        async with self._http().request(method, url, json=json, params=params) as response:
+            body = await response.read()
+            if response.status >= 400:
+                raise Failed(response.status, response.headers, body)
+            return body
 
     async def close(self) -> None:
-        await self.http.aclose()
+        if self._session is not None:
+            await self._session.close()
+            await asyncio.sleep(0)  # aiohttp: let the TLS transports close
 
 
-def message_of(response: httpx2.Response) -> tuple[str, str]:
+def message_of(failed: Failed) -> tuple[str, str]:
     """HubSpot's error body: its category (VALIDATION_ERROR, MISSING_SCOPES, ...) and message."""
     try:
-        body = response.json()
+        body = jsonlib.loads(failed.body)
     except ValueError:
         return "", ""
     if not isinstance(body, dict):
@@ -120,7 +136,7 @@ def message_of(response: httpx2.Response) -> tuple[str, str]:
 def _retryable(exc: BaseException) -> bool:
     if isinstance(exc, Failed):
         return exc.status in RETRY_STATUSES
-    return isinstance(exc, httpx2.ConnectError | httpx2.RemoteProtocolError)
+    return isinstance(exc, aiohttp.ClientConnectorError | aiohttp.ServerDisconnectedError)
 
 
 def _write_retryable(exc: BaseException) -> bool:
@@ -128,7 +144,7 @@ def _write_retryable(exc: BaseException) -> bool:
     the connection could not be made."""
     if isinstance(exc, Failed):
         return exc.status == 429
-    return isinstance(exc, httpx2.ConnectError)
+    return isinstance(exc, aiohttp.ClientConnectorError)
 
 
 def _retry_after(exc: BaseException) -> float | None:
@@ -136,7 +152,7 @@ def _retry_after(exc: BaseException) -> float | None:
     X-HubSpot-RateLimit-Interval-Milliseconds (the window the limit counts in)."""
     if not isinstance(exc, Failed):
         return None
-    headers = exc.response.headers
+    headers = exc.headers
     try:
         if "Retry-After" in headers:
             return max(0.0, float(headers["Retry-After"]))
@@ -148,7 +164,7 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 def _explain(failed: Failed, action: str, write: bool) -> Exception:
-    category, message = message_of(failed.response)
+    category, message = message_of(failed)
     detail = f": {message}" if message else "."
     status = failed.status
     if status == 401:

@@ -50,22 +50,19 @@ class SalesforceCrm:
 
     async def get_account(self, account_id: str, limit: int) -> dict[str, Any] | None:
         record_id = _id(account_id, "account")
-        soql = format_soql(f"SELECT {ACCOUNT_FIELDS} FROM Account WHERE Id = {{}}", record_id)
+        soql = format_soql(
+            f"SELECT {ACCOUNT_FIELDS}, (SELECT Id, Name, Email, Title FROM Contacts "
+            f"ORDER BY Name LIMIT {limit + 1}) FROM Account WHERE Id = {{}}",
+            record_id,
+        )
         found = await self._query(soql, f"read account {record_id}")
         if not found:
             return None
-        contacts = await self._query(
-            format_soql(
-                "SELECT Id, Name, Email, Title FROM Contact WHERE AccountId = {} "
-                f"ORDER BY Name LIMIT {limit + 1}",
-                record_id,
-            ),
-            f"list the contacts of account {record_id}",
-        )
+        account = found[0]
+        contacts = list((account.get("Contacts") or {}).get("records") or [])
         count = len(contacts)
         if count > limit:
             count = await self._count(record_id)
-        account = found[0]
         return {
             "id": account["Id"],
             "name": account.get("Name"),
