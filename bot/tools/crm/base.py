@@ -8,6 +8,7 @@ record's page in the CRM; the bot's own tables have none); an account has ``id``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -94,3 +95,22 @@ class OutcomeUnknown(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+def checked_id(value: str, shape: re.Pattern[str], crm: str, what: str, looks: str) -> str:
+    """``value`` stripped, when it has the ``shape`` of the CRM's ids; else a ToolError
+    saying what its ids look like (``looks``)."""
+    record_id = value.strip()
+    if not shape.fullmatch(record_id):
+        raise ToolError(
+            f"{value[:40]!r} is not a {crm} {what} id ({looks}); use the id "
+            "crm_find_contacts returned."
+        )
+    return record_id
+
+
+def unreadable(crm: str, action: str, exc: Exception, write: bool) -> Exception:
+    """What an answer that cannot be read means: for a write, that its outcome is unknown."""
+    if write:
+        return OutcomeUnknown(f"the answer was unreadable ({type(exc).__name__})")
+    return ToolError(f"{crm} gave an answer the bot cannot read while trying to {action}.")

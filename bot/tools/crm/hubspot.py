@@ -17,8 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bot.config import CrmSettings
-from bot.errors import ToolError
-from bot.tools.crm.base import Check, NotFound, Permission
+from bot.tools.crm.base import Check, NotFound, Permission, checked_id
 from bot.tools.crm.hubspot_client import HubSpotConnection
 
 HUBSPOT_ID = re.compile(r"[0-9]{1,20}")
@@ -316,10 +315,4 @@ def _note(note_id: str, contact: dict[str, Any]) -> dict[str, Any]:
 
 
 def _id(value: str, what: str) -> str:
-    record_id = value.strip()
-    if not HUBSPOT_ID.fullmatch(record_id):
-        raise ToolError(
-            f"{value[:40]!r} is not a HubSpot {what} id (digits); use the id crm_find_contacts "
-            "returned."
-        )
-    return record_id
+    return checked_id(value, HUBSPOT_ID, "HubSpot", what, "digits")

@@ -23,7 +23,7 @@ from tenacity import AsyncRetrying
 
 from bot.config import CrmSettings
 from bot.errors import ToolError
-from bot.tools.crm.base import CredentialsRefused, NotFound, OutcomeUnknown
+from bot.tools.crm.base import CredentialsRefused, NotFound, OutcomeUnknown, unreadable
 from bot.tools.crm.retry import REQUEST_SHARE, policy, tls_context
 
 log = logging.getLogger(__name__)
@@ -100,11 +100,7 @@ class HubSpotConnection:
                 "It may be down or overloaded; try again later."
             ) from None
         except (aiohttp.ClientError, ValueError) as exc:
-            if write:
-                raise OutcomeUnknown(f"the answer was unreadable ({type(exc).__name__})") from None
-            raise ToolError(
-                f"HubSpot gave an answer the bot cannot read while trying to {action}."
-            ) from None
+            raise unreadable("HubSpot", action, exc, write) from None
 
     async def _send(
         self, method: str, path: str, json: Any, params: dict[str, str] | None

@@ -19,8 +19,7 @@ from simple_salesforce.api import Salesforce
 from simple_salesforce.format import format_soql
 
 from bot.config import CrmSettings
-from bot.errors import ToolError
-from bot.tools.crm.base import Check, NotFound, Permission
+from bot.tools.crm.base import Check, NotFound, Permission, checked_id
 from bot.tools.crm.salesforce_client import SalesforceConnection
 
 #: 15 or 18 letters and digits
@@ -204,13 +203,7 @@ def subject(text: str, marker: str) -> str:
 
 
 def _id(value: str, what: str) -> str:
-    record_id = value.strip()
-    if not SALESFORCE_ID.fullmatch(record_id):
-        raise ToolError(
-            f"{value[:40]!r} is not a Salesforce {what} id (15 or 18 letters and digits); "
-            "use the id crm_find_contacts returned."
-        )
-    return record_id
+    return checked_id(value, SALESFORCE_ID, "Salesforce", what, "15 or 18 letters and digits")
 
 
 def _permission(need: str, describe: dict[str, Any], flag: str, sobject: str) -> Permission:

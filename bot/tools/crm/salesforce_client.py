@@ -34,7 +34,7 @@ from urllib3.exceptions import NewConnectionError
 
 from bot.config import CrmSettings
 from bot.errors import ToolError
-from bot.tools.crm.base import CredentialsRefused, NotFound, OutcomeUnknown
+from bot.tools.crm.base import CredentialsRefused, NotFound, OutcomeUnknown, unreadable
 from bot.tools.crm.retry import REQUEST_SHARE, policy
 
 log = logging.getLogger(__name__)
@@ -157,11 +157,7 @@ class SalesforceConnection:
                 f"Could not reach Salesforce while trying to {action}; try again later."
             ) from None
         except (requests.RequestException, ValueError) as exc:
-            if write:
-                raise OutcomeUnknown(f"the answer was unreadable ({type(exc).__name__})") from None
-            raise ToolError(
-                f"Salesforce gave an answer the bot cannot read while trying to {action}."
-            ) from None
+            raise unreadable("Salesforce", action, exc, write) from None
 
     def _renewing(self, request: Callable[[Salesforce], T]) -> T:
         client = self.client()
