@@ -25,7 +25,6 @@ from bot.llm.chat_completions import ChatCompletionsModel
 from bot.llm.responses import ResponsesModel
 from bot.store.admin_sessions import AdminSessionStore
 from bot.store.channels import ChannelSettingsStore
-from bot.store.crm import CrmStore
 from bot.store.db import Engines, create_engines
 from bot.store.history import HistoryStore
 from bot.store.summaries import SummaryStore
@@ -34,7 +33,7 @@ from bot.store.turns import TurnStore
 from bot.store.window import Windows
 from bot.tools.base import ToolRegistry
 from bot.tools.clock import get_current_time
-from bot.tools.crm import CrmTools
+from bot.tools.crm import CrmTools, crm_backend
 from bot.tools.jira import jira_tools
 from bot.tools.mcp import mcp_servers
 
@@ -89,15 +88,19 @@ def build_model(settings: Settings) -> ChatModel:
 
 def build_registry(settings: Settings, engines: Engines | None = None) -> ToolRegistry:
     """Every tool the model is offered. MCP servers connect in the background from the
-    first use in an event loop on; ``registry.close()`` closes them. Without ``engines``
-    (``bot tools``) the CRM tools get engines of their own, disposed at close."""
+    first use in an event loop on; ``registry.close()`` closes them and the CRM's client.
+    Without ``engines`` (``bot tools``) the local CRM gets engines of its own, disposed at
+    close. The CRM's missing settings are a SettingsError naming them."""
     tool_timeout_s = settings.limits.TOOL_TIMEOUT_S
     registry = ToolRegistry(default_timeout=tool_timeout_s)
     registry.add(get_current_time)
-    if engines is None:
+    settings.require(*settings.crm.required)
+    if engines is None and settings.crm.CRM == "local":
         engines = create_engines(settings.store.DATABASE_URL)
         registry.on_close(engines.dispose)
-    registry.add_object(CrmTools(CrmStore(engines)), source="CRM")
+    crm = crm_backend(settings.crm, engines, tool_timeout_s)  # one client for the process
+    registry.add_object(CrmTools(crm, tool_timeout_s), source="CRM")
+    registry.on_close(crm.close)
     jira = jira_tools(settings.jira, tool_timeout_s)
     if jira is not None:
         registry.add_object(jira, source="Jira")

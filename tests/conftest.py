@@ -142,3 +142,12 @@ async def make_services(database_url, fake_openai):  # type: ignore[no-untyped-d
     yield make
     for services in built:
         await services.close()
+
+
+# the fake Salesforce and HubSpot, one of each a test process (tests/crm_fakes.py)
+from tests.crm_fakes import (  # noqa: E402, F401 - fixtures, used by name
+    _hubspot,
+    _salesforce,
+    hubspot,
+    salesforce,
+)

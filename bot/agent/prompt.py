@@ -10,6 +10,8 @@ Tools (use only the ones you are given):
 user's approval in Slack; if it is rejected or refused, say so and do not retry it another way.
 - crm_find_contacts: find people by name, email or company.
 - crm_get_account: read a company (account) and its contacts, by the account_id a contact has.
+- crm_log_note: log a note on a CRM contact. Only when the user asks for one; it may need \
+approval, as a ticket does. Link the records you name with the url a result gives.
 - get_current_time: today's date and time.
 - slack_read_channel: the newest messages of the Slack channel you are asked in.
 

@@ -23,7 +23,8 @@ from bot.wiring import Services, build_services
 @click.argument("text", nargs=-1, required=True)
 def ask(channel: str, user_id: str | None, approve: bool, text: tuple[str, ...]) -> int:
     """Run one turn of the agent in CHANNEL's session and print the answer."""
-    settings = settings_for("OPENAI_API_KEY", log_level="WARNING")
+    settings = settings_for(log_level="WARNING")
+    settings.require("OPENAI_API_KEY", *settings.crm.required)
     prepare_database(settings.store)
     incoming = Incoming(channel, " ".join(text), user_id=user_id)
     return asyncio.run(_ask(settings, incoming, Decided(settings.slack.WRITE_APPROVAL, approve)))
@@ -97,7 +98,8 @@ async def _ask(settings: Settings, incoming: Incoming, observer: TurnObserver) -
 @click.option("--channel", default="local", show_default=True, help="The session to use.")
 def chat(channel: str) -> int:
     """A terminal conversation with the agent (Ctrl-D or 'exit' to leave)."""
-    settings = settings_for("OPENAI_API_KEY", log_level="WARNING")
+    settings = settings_for(log_level="WARNING")
+    settings.require("OPENAI_API_KEY", *settings.crm.required)
     prepare_database(settings.store)
     return asyncio.run(_chat(settings, channel))
 

@@ -1,7 +1,9 @@
-"""``bot crm import|list|show``: CRM contacts and accounts in the bot's database."""
+"""``bot crm check``: what the configured CRM lets the tools do; ``bot crm import|list|show``:
+the contacts and accounts of the bot's own tables (CRM=local)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -9,10 +11,14 @@ from typing import Any, TypeVar
 
 import click
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.cli.common import prepare_database, settings_for, with_engine
-from bot.errors import BotError
+from bot.config import Settings
+from bot.errors import BotError, SettingsError, ToolError
 from bot.store.crm import CrmImportError, CrmStore
+from bot.store.db import Engines
+from bot.tools.crm.base import Check
 
 T = TypeVar("T")
 
@@ -21,7 +27,41 @@ _FILE = click.Path(exists=True, dir_okay=False, readable=True, path_type=Path)
 
 @click.group()
 def crm() -> None:
-    """CRM records (contacts and accounts) in the bot's database."""
+    """The CRM: check the configured one; the bot's own tables (CRM=local)."""
+
+
+@crm.command()
+def check() -> None:
+    """Connect to the CRM (the CRM setting) and say what the tools may do: the CRM, the org
+    or portal, and one line per permission they need. Exit 1 when one is missing."""
+    settings = settings_for(log_level="WARNING")
+    settings.require(*settings.crm.required)
+    if settings.crm.CRM == "local":
+        prepare_database(settings.store, create=False)
+        found = with_engine(settings.store, lambda engine: _check(settings, engine))
+    else:
+        found = asyncio.run(_check(settings, None))
+    for line in found.lines():
+        click.echo(line)
+    if not all(p.granted for p in found.permissions):
+        raise click.exceptions.Exit(1)
+
+
+async def _check(settings: Settings, engine: AsyncEngine | None) -> Check:
+    # the CRM's modules (simple-salesforce, ...) are loaded by the command that uses them
+    from bot.tools.crm import CredentialsRefused, crm_backend
+
+    backend = crm_backend(
+        settings.crm, Engines.of(engine) if engine else None, settings.limits.TOOL_TIMEOUT_S
+    )
+    try:
+        return await backend.check()
+    except CredentialsRefused as exc:
+        raise SettingsError(str(exc)) from None
+    except ToolError as exc:
+        raise BotError(str(exc)) from None
+    finally:
+        await backend.close()
 
 
 @crm.command("import")
@@ -41,7 +81,13 @@ def import_(contacts: Path | None, accounts: Path | None) -> None:
     """Upsert CRM records by id from CSV files (with a header line), all or nothing."""
     if contacts is None and accounts is None:
         raise click.UsageError("give --contacts FILE, --accounts FILE or both")
-    database = settings_for(log_level="WARNING").store
+    settings = settings_for(log_level="WARNING")
+    if settings.crm.CRM != "local":
+        raise SettingsError(
+            f"bot crm import fills the bot's own tables, which CRM={settings.crm.CRM} does not "
+            "use: keep the records in the CRM, or set CRM=local to try the demo tables"
+        )
+    database = settings.store
     prepare_database(database)  # migrations first (bot.store.migrate.upgrade)
     try:
         summary = with_engine(database, lambda e: CrmStore(e).import_csv(contacts, accounts))

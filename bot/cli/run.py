@@ -38,7 +38,7 @@ def run(force_http: bool, port: int | None) -> int:
     settings = settings_for()
     # Socket Mode needs the app token, HTTP the signing secret; without --http either will do
     way_in = "SLACK_SIGNING_SECRET" if force_http else "SLACK_APP_TOKEN or SLACK_SIGNING_SECRET"
-    settings.require("SLACK_BOT_TOKEN", "OPENAI_API_KEY", way_in)
+    settings.require("SLACK_BOT_TOKEN", "OPENAI_API_KEY", way_in, *settings.crm.required)
     socket_mode = bool(settings.slack.SLACK_APP_TOKEN) and not force_http
     prepare_database(settings.store)
     # uvloop: a faster event loop for a server that handles hundreds of turns at once

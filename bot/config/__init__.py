@@ -1,6 +1,6 @@
 """Settings, read once from the environment and ``.env``; nothing else reads ``os.environ``.
 
-They come in groups (bot.config.groups: Slack, the model, limits, Jira, MCP, the store,
+They come in groups (bot.config.groups: Slack, the model, limits, Jira, the CRM, MCP, the store,
 the web side, telemetry), and ``Settings`` holds one of each; a component is given only the
 group (or the values) it reads. The variables keep their flat names (``SLACK_BOT_TOKEN``):
 they are read in one pass, by a BaseSettings made of every group's fields and validators,
@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.config.groups import (
     ADMIN_TOKEN_MIN_CHARS,
+    CrmSettings,
     JiraSettings,
     LimitSettings,
     McpSettings,
@@ -31,6 +32,7 @@ from bot.errors import SettingsError
 
 __all__ = [
     "ADMIN_TOKEN_MIN_CHARS",
+    "CrmSettings",
     "JiraSettings",
     "LimitSettings",
     "McpSettings",
@@ -57,6 +59,7 @@ class Settings(BaseModel):
     model: ModelSettings
     limits: LimitSettings
     jira: JiraSettings
+    crm: CrmSettings
     mcp: McpSettings
     store: StoreSettings
     web: WebSettings

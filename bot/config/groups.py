@@ -203,6 +203,76 @@ class JiraSettings(SettingsGroup):
         return [self.JIRA_PROJECT.upper()] if self.JIRA_PROJECT else []
 
 
+class CrmSettings(SettingsGroup):
+    """The CRM the CRM tools read and write: the bot's own tables (the demo), Salesforce or
+    HubSpot; and the CA bundle their HTTPS clients trust."""
+
+    CRM: Literal["local", "salesforce", "hubspot"] = Field(
+        "local", description="local, salesforce or hubspot"
+    )
+    """local: the bot's own tables (`bot crm import`); salesforce or hubspot: that CRM."""
+    SALESFORCE_LOGIN_URL: str | None = Field(
+        None, description="your org's My Domain URL, e.g. https://example.my.salesforce.com"
+    )
+    """Where the client-credentials token is asked for ({URL}/services/oauth2/token)."""
+    SALESFORCE_CLIENT_ID: str | None = Field(
+        None, description="the consumer key of your Salesforce connected app"
+    )
+    """The consumer key of the app whose client-credentials flow the bot uses."""
+    SALESFORCE_CLIENT_SECRET: str | None = Field(
+        None, description="the consumer secret of your Salesforce connected app"
+    )
+    """The consumer secret of that app."""
+    SALESFORCE_API_VERSION: str = Field(
+        "67.0", pattern=r"^[1-9][0-9]\.0$", description="a Salesforce API version, e.g. 67.0"
+    )
+    """The REST API version the bot speaks (Summer '26 is 67.0)."""
+    HUBSPOT_ACCESS_TOKEN: str | None = Field(
+        None, description="the access token of your HubSpot private app (pat-...)"
+    )
+    """A private app's access token."""
+    HUBSPOT_BASE_URL: str = Field(
+        "https://api.hubapi.com", description="an https:// URL, e.g. https://api.hubapi.com"
+    )
+    """HubSpot's API (change it only for a proxy or a test server)."""
+    SSL_CERT_FILE: Path | None = Field(
+        None, description="the path of a PEM file of CA certificates"
+    )
+    """A CA bundle the CRM clients trust instead of the default ones (a company's own CA)."""
+    REQUESTS_CA_BUNDLE: Path | None = Field(
+        None, description="the path of a PEM file of CA certificates"
+    )
+    """The same, under the name requests reads; it wins over SSL_CERT_FILE."""
+
+    @field_validator("SALESFORCE_LOGIN_URL", "HUBSPOT_BASE_URL")
+    @classmethod
+    def _https(cls, value: str | None) -> str | None:
+        if value is not None and not value.lower().startswith("https://"):
+            raise ValueError("not an https:// URL (the CRM is only reached over TLS)")
+        return value.rstrip("/") if value else value
+
+    @field_validator("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE")
+    @classmethod
+    def _readable(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"no file at {value}")
+        return value
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The settings the chosen CRM cannot do without."""
+        if self.CRM == "salesforce":
+            return ("SALESFORCE_LOGIN_URL", "SALESFORCE_CLIENT_ID", "SALESFORCE_CLIENT_SECRET")
+        if self.CRM == "hubspot":
+            return ("HUBSPOT_ACCESS_TOKEN",)
+        return ()
+
+    @property
+    def ca_bundle(self) -> Path | None:
+        """The CA bundle to verify the CRM's certificate with; None: the clients' default."""
+        return self.REQUESTS_CA_BUNDLE or self.SSL_CERT_FILE
+
+
 class McpSettings(SettingsGroup):
     """The MCP servers whose tools are offered."""
 

@@ -1,5 +1,6 @@
-"""CRM records (accounts and their contacts) in the bot's own database: the reads of the CRM
-tools and of ``bot crm list|show``, and the CSV import (in bot.store.crm_import)."""
+"""CRM records (accounts, their contacts, notes on contacts) in the bot's own database: the
+reads and the note of the CRM tools with CRM=local, the reads of ``bot crm list|show``, and
+the CSV import (in bot.store.crm_import)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker
 
 from bot.store.crm_import import CrmImportError, ImportSummary, import_csv
 from bot.store.db import Engines
-from bot.store.models import AccountRow, ContactRow
+from bot.store.models import AccountRow, ContactRow, NoteRow
 
 __all__ = ["CrmImportError", "CrmStore", "ImportSummary"]
 
@@ -98,6 +100,38 @@ class CrmStore:
             ],
         }
 
+    async def add_note(self, contact_id: str, text: str, marker: str) -> dict[str, Any]:
+        """Store a note on the contact; a second call with the same ``marker`` stores nothing
+        and returns the first one's note."""
+        try:
+            async with self._writes.begin() as session:
+                row = NoteRow(contact_id=contact_id, text=text, marker=marker)
+                session.add(row)
+        except IntegrityError:
+            found = await self.note(marker)
+            if found is None:
+                raise
+            return found
+        return _note(row)
+
+    async def note(self, marker: str) -> dict[str, Any] | None:
+        """The note a call with ``marker`` stored, or None."""
+        async with self._reads() as session:
+            row = await session.scalar(select(NoteRow).where(NoteRow.marker == marker))
+        return _note(row) if row is not None else None
+
+    async def counts(self) -> dict[str, int]:
+        """How many contacts, accounts and notes the tables hold."""
+        async with self._reads() as session:
+            return {
+                name: await session.scalar(select(func.count()).select_from(row)) or 0
+                for name, row in (
+                    ("contacts", ContactRow),
+                    ("accounts", AccountRow),
+                    ("notes", NoteRow),
+                )
+            }
+
     async def import_csv(
         self, contacts: Path | None = None, accounts: Path | None = None
     ) -> ImportSummary:
@@ -135,3 +169,7 @@ def _account(account: AccountRow) -> dict[str, Any]:
         "notes": account.notes,
         "attributes": account.attributes or {},
     }
+
+
+def _note(row: NoteRow) -> dict[str, Any]:
+    return {"id": row.id, "contact_id": row.contact_id, "created_at": row.created_at.isoformat()}

@@ -271,3 +271,18 @@ class ContactRow(Base):
         Index("ix_crm_contacts_email", "email"),
         Index("ix_crm_contacts_account", "account_id"),
     )
+
+
+class NoteRow(Base):
+    """A note logged on a contact of the bot's own CRM tables (``crm_log_note`` with
+    CRM=local); ``marker`` is the call's idempotency marker, so a call is written once."""
+
+    __tablename__ = "crm_notes"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)
+    contact_id: Mapped[str] = mapped_column(String(64))
+    text: Mapped[str] = mapped_column(Text)
+    marker: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_crm_notes_contact", "contact_id"),)

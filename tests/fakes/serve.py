@@ -6,6 +6,7 @@
 The app runs under uvicorn on its own event loop in a daemon thread, so it works the same from
 sync and async tests (whatever loop pytest-asyncio gives the test). The port is chosen by the OS:
 we bind a socket to port 0 ourselves and hand it to uvicorn, so there is no race for the port.
+With ``tls=`` (tests/fakes/tls.py) it serves HTTPS with a certificate of the test run's CA.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import socket
 import threading
 import time
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 import uvicorn
+
+if TYPE_CHECKING:
+    from tests.fakes.tls import ServerCertificate
 
 __all__ = ["ServedApp", "StopsOnExit", "serve_in_thread"]
 
@@ -69,12 +73,19 @@ class _ThreadServer(uvicorn.Server):
 class ServedApp(StopsOnExit):
     """A running server. `.url` is "http://HOST:PORT" (no trailing slash)."""
 
-    def __init__(self, server: _ThreadServer, thread: threading.Thread, host: str, port: int):
+    def __init__(
+        self,
+        server: _ThreadServer,
+        thread: threading.Thread,
+        host: str,
+        port: int,
+        scheme: str = "http",
+    ):
         self._server = server
         self._thread = thread
         self.host = host
         self.port = port
-        self.url = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        self.url = f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
     @property
     def running(self) -> bool:
@@ -104,10 +115,13 @@ def serve_in_thread(
     log_level: str = "warning",
     graceful_timeout: int = 1,
     startup_timeout: float = 10.0,
+    tls: ServerCertificate | None = None,
+    keep_alive_s: int = 5,
 ) -> ServedApp:
     """Start `asgi_app` under uvicorn in a daemon thread and wait until it accepts connections.
 
-    `graceful_timeout` bounds how long stop() waits for in-flight requests before cancelling them.
+    `graceful_timeout` bounds how long stop() waits for in-flight requests before cancelling them;
+    `keep_alive_s` how long an idle connection is kept (uvicorn's default, 5 s).
     """
     # proto=IPPROTO_TCP matters: asyncio only sets TCP_NODELAY on accepted sockets whose proto is
     # TCP, and without it every keep-alive request waits ~40 ms for a delayed ACK.
@@ -130,6 +144,9 @@ def serve_in_thread(
         access_log=False,
         timeout_graceful_shutdown=graceful_timeout,
         ws="none",
+        timeout_keep_alive=keep_alive_s,
+        ssl_certfile=str(tls.cert_file) if tls else None,
+        ssl_keyfile=str(tls.key_file) if tls else None,
     )
     server = _ThreadServer(config)
     failure: list[BaseException] = []
@@ -161,4 +178,4 @@ def serve_in_thread(
         probe.settimeout(startup_timeout)
         probe.connect((connect_host, bound_port))
 
-    return ServedApp(server, thread, connect_host, bound_port)
+    return ServedApp(server, thread, connect_host, bound_port, "https" if tls else "http")

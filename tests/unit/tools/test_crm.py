@@ -12,6 +12,7 @@ from bot.messages import ToolCall
 from bot.store.crm import CrmStore
 from bot.tools.base import ToolRegistry
 from bot.tools.crm import CrmTools
+from bot.tools.crm.local import LocalCrm
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def store(example_crm: CrmStore) -> CrmStore:
 @pytest.fixture
 def registry(store: CrmStore) -> ToolRegistry:
     registry = ToolRegistry()
-    registry.add_object(CrmTools(store))
+    registry.add_object(CrmTools(LocalCrm(store)))
     return registry
 
 
@@ -42,8 +43,8 @@ ANA = {
 
 
 def test_the_tools_are_described(registry: ToolRegistry) -> None:
-    assert sorted(registry.names()) == ["crm_find_contacts", "crm_get_account"]
-    assert not registry.writes("crm_find_contacts")
+    assert sorted(registry.names()) == ["crm_find_contacts", "crm_get_account", "crm_log_note"]
+    assert not registry.writes("crm_find_contacts") and registry.writes("crm_log_note")
     spec = registry.get("crm_find_contacts").spec  # type: ignore[union-attr]
     assert "email" in spec.description
     assert spec.parameters["properties"]["query"]["description"]
@@ -52,7 +53,7 @@ def test_the_tools_are_described(registry: ToolRegistry) -> None:
 @pytest.mark.parametrize("query", ["Ana", "ana lima", "ANA", "ana.lima@acme", "ana acme"])
 async def test_find_a_contact(registry: ToolRegistry, query: str) -> None:
     result = await call(registry, "crm_find_contacts", query=query)
-    assert result == {"contacts": [ANA], "count": 1}
+    assert result == {"crm": "local", "contacts": [ANA], "count": 1}
 
 
 async def test_find_by_company(registry: ToolRegistry) -> None:
@@ -96,6 +97,7 @@ async def test_at_most_ten(registry: ToolRegistry, store: CrmStore, tmp_path: Pa
 async def test_get_account(registry: ToolRegistry) -> None:
     result = await call(registry, "crm_get_account", account_id="acc-001")
     assert result == {
+        "crm": "local",
         "id": "acc-001",
         "name": "Acme Corp",
         "industry": "Manufacturing",
