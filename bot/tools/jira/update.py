@@ -149,9 +149,10 @@ class JiraUpdates(JiraWrite):
             elif argument == "labels":
                 old = ", ".join(x for x in held or [] if not _ours(x)) or "none"
                 parts.append(f"labels {old} → {', '.join(value) or 'none'}")
+            elif argument == "due_date":
+                parts.append(f"due date {held or 'none'} → {value}")
             else:
-                shown = argument.replace("_", " ")
-                parts.append(f"{shown} {_short(held) or 'none'} → {_short(value)}")
+                parts.append(f"summary {_short(held) or 'none'} → {_short(value)}")
         return f"Update {key}: " + "; ".join(parts)
 
 
