@@ -134,6 +134,7 @@ class JiraTools(JiraConnection):
         writes=True,
         progress="Creating a Jira ticket: {summary}",
         lookup="find_created_issue",
+        preview="describe_create",
         defaults={"project_key": "jira_project"},  # the channel's project, when it has one
     )
     async def jira_create_issue(
@@ -195,6 +196,18 @@ class JiraTools(JiraConnection):
         if result.pop("reporter_refused", False):
             self._no_reporter.add(project)
         return result
+
+    def describe_create(
+        self,
+        summary: str,
+        project_key: str | None = None,
+        issue_type: str = "Task",
+        **_: Any,
+    ) -> str:
+        """The card's heading: "Create a Task in TASK: “summary”"."""
+        project = allowed_project(self.settings, project_key)
+        kind = " ".join(issue_type.split()) or "Task"
+        return f"Create a {kind} in {project}: “{' '.join(summary.split())[:200]}”"
 
     def find_created_issue(
         self, marker: str, project_key: str | None = None, **_: Any

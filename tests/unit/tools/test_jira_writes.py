@@ -116,7 +116,7 @@ async def test_a_comment_is_the_asker_s_in_the_deployment_s_format(fake: FakeJir
     (post,) = fake.calls("POST")
     if fake.deployment == "Cloud":
         assert post.path == "/rest/api/3/issue/TASK-1/comment"
-        first, second, third = comment["body"]["content"]
+        first, second, _ = comment["body"]["content"]
         assert first["content"] == [{"type": "text", "text": "From Slack, for Ann Asker:"}]
         assert {"type": "text", "text": "fails", "marks": [{"type": "strong"}]} in second["content"]
     else:
