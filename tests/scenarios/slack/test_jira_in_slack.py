@@ -4,12 +4,16 @@ before the press, and it is done once after it; the refusals say what to do inst
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from tests.cli.helpers import run_bot
 from tests.fakes.jira_server import FakeJira
 from tests.fakes.openai_server import FakeOpenAI, Reply, Request, ToolUse
 from tests.fakes.slack_server import FakeSlack
@@ -28,6 +32,7 @@ from tests.scenarios.slack.jira_helpers import (
 )
 
 pytestmark = pytest.mark.timeout(120)
+ADMIN_TOKEN = "a" * 40
 
 
 @pytest.fixture
@@ -144,9 +149,12 @@ async def test_a_ticket_assigned_and_linked_in_one_thread(
     fake_openai: FakeOpenAI,
     jira: FakeJira,
     clock: Clock,
+    bot_database_url: str,
+    tmp_path: Path,
 ) -> None:
     """ "open a ticket for this, assign it to @Carol and link it to TASK-3": the create's
-    card, then one card for the assignment and the link, then the answer."""
+    card, then one card for the assignment and the link, then the answer; the admin page
+    and ``bot history show`` say whose request each write was."""
     with_people(fake_slack)
     question = "open a ticket for this, assign it to <@UCAROL> and link it to TASK-3"
 
@@ -176,7 +184,7 @@ async def test_a_ticket_assigned_and_linked_in_one_thread(
         "c1",
     )
     fake_openai.responder = playing({question: [create, assign_and_link, answer]})
-    bot = start_bot(**jira_env(jira), WRITE_APPROVAL="on")
+    bot = start_bot(**jira_env(jira), WRITE_APPROVAL="on", ADMIN_TOKEN=ADMIN_TOKEN)
     ts = clock.ts()
 
     assert (await bot.send(mention("CT", ts, question))).status_code == 200
@@ -208,6 +216,19 @@ async def test_a_ticket_assigned_and_linked_in_one_thread(
     # the asker is its reporter where Jira lets the bot say so; here the description says it
     assert issue["description"].startswith("Asked in Slack by Ann Asker.\n\nSeen by *Acme*")
     assert len(jira_writes(jira)) == 4
+
+    # whose request each write was, on the admin page and in bot history show
+    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as http:
+        page = (await http.get(f"{bot.url}/admin/sessions/CT")).text
+    assert page.count('<span class="for">for U1</span>') == 3
+    assert f"Assign {key} to Carol Diaz</div>" in page
+    if jira.deployment == "Cloud":  # one process is enough to show the CLI says it too
+        shown = await asyncio.to_thread(
+            run_bot, "history", "show", "CT", env={"DATABASE_URL": bot_database_url}, cwd=tmp_path
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.count("(a1) for U1 with") == 1
+        assert f"      Assign {key} to Carol Diaz" in shown.stdout
 
 
 async def test_what_a_write_cannot_do_is_said_and_nothing_changes(

@@ -367,3 +367,17 @@ async def test_a_new_issue_is_reported_by_its_asker_where_jira_lets_the_bot(
     posts = [r.json["fields"] for r in fake.calls("POST", r"/issue$")]
     assert ["reporter" in p for p in posts] == [True, True, False, False]
     assert fake.created == ["OPS-2", "TASK-3", "TASK-4"]
+
+
+async def test_without_slack_the_asker_is_named_by_id_or_the_command_line(
+    fake: FakeJira,
+) -> None:
+    registry = ToolRegistry(default_timeout=LIMIT)
+    add_jira_tools(registry, settings_for(fake).jira, LIMIT, People())  # no directory: bot ask
+    with turn_channel("C1", "U7"):
+        await registry.run(call_of("jira_add_comment", issue_key="TASK-2", body="One"))
+    await registry.run(call_of("jira_add_comment", "bot-0000000002", issue_key="TASK-2", body="2"))
+    bodies = [json.dumps(c["body"]) for c in fake.comments_of("TASK-2")]
+    assert "From Slack, for Slack user U7:" in bodies[0]
+    assert "From the bot's command line:" in bodies[1]
+    assert not fake.calls("GET", "/user/")  # nobody to look up in Jira
