@@ -12,7 +12,7 @@ from typing import Any
 
 from bot.errors import ToolError
 from bot.tools.jira.errors import NotFound, OutcomeUnknown
-from bot.tools.jira.issues import person_of
+from bot.tools.jira.issues import not_found, person_of
 from bot.tools.jira.users import JiraUser
 from bot.tools.jira.write import NOT_DONE, RESTARTED, JiraWrite
 from bot.tools.tool import tool
@@ -53,9 +53,7 @@ class JiraAssign(JiraWrite):
                 not_done="It was not assigned.",
             )
         except NotFound:
-            raise ToolError(
-                f"Issue {key} does not exist or you do not have permission to see it."
-            ) from None
+            raise not_found(key) from None
         except OutcomeUnknown as unknown:
             return self._found(key, user, unknown.reason)
         return {"key": key, "assignee": user.name, "url": self.jira.issue_url(key)}

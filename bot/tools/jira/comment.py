@@ -14,6 +14,7 @@ from typing import Any
 
 from bot.errors import ToolError
 from bot.tools.jira.errors import NotFound, OutcomeUnknown
+from bot.tools.jira.issues import not_found
 from bot.tools.jira.users import credit
 from bot.tools.jira.write import NOT_DONE, RESTARTED, JiraWrite
 from bot.tools.tool import tool
@@ -84,9 +85,7 @@ class JiraComments(JiraWrite):
                 not_done="The comment was not added.",
             )
         except NotFound:
-            raise ToolError(
-                f"Issue {key} does not exist or you do not have permission to see it."
-            ) from None
+            raise not_found(key) from None
         except OutcomeUnknown as unknown:
             return self.found(key, marker, unknown.reason)
         return self.result(key, str((made or {}).get("id") or ""))
@@ -114,9 +113,7 @@ class JiraComments(JiraWrite):
                 bad_request="request",
             )
         except NotFound:
-            raise ToolError(
-                f"Issue {key} does not exist or you do not have permission to see it."
-            ) from None
+            raise not_found(key) from None
         for comment in (page or {}).get("comments") or []:
             for held in comment.get("properties") or []:
                 value = held.get("value")

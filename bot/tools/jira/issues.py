@@ -64,6 +64,11 @@ def writable_issue(settings: JiraSettings, value: str) -> str:
     return key
 
 
+def not_found(key: str) -> ToolError:
+    """What the model is told of an issue Jira does not show (404)."""
+    return ToolError(f"Issue {key} does not exist or you do not have permission to see it.")
+
+
 def name_of(value: Any) -> str | None:
     """A status's, type's or priority's name."""
     if isinstance(value, dict):

@@ -18,7 +18,7 @@ from bot.people import People, Person
 from bot.tools.jira.client import JiraConnection, deadline
 from bot.tools.jira.create import create_issue, issue_fields, recover_create
 from bot.tools.jira.errors import NotFound, trim
-from bot.tools.jira.issues import allowed_project, name_of, parse_key, person_of
+from bot.tools.jira.issues import allowed_project, name_of, not_found, parse_key, person_of
 from bot.tools.jira.markup import to_wiki
 from bot.tools.jira.users import JiraUser, JiraUsers
 from bot.tools.tool import tool
@@ -86,9 +86,7 @@ class JiraTools(JiraConnection):
                     bad_request="request",
                 )
             except NotFound:
-                raise ToolError(
-                    f"Issue {key} does not exist or you do not have permission to see it."
-                ) from None
+                raise not_found(key) from None
         raw = issue.raw or {}
         fields = raw.get("fields") or {}
         real_key = raw.get("key") or key

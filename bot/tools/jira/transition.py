@@ -16,7 +16,7 @@ from bot.errors import ToolError
 from bot.people import Person
 from bot.tools.jira.comment import JiraComments, checked_body
 from bot.tools.jira.errors import NotFound, OutcomeUnknown
-from bot.tools.jira.issues import name_of, same
+from bot.tools.jira.issues import name_of, not_found, same
 from bot.tools.jira.users import credit
 from bot.tools.jira.write import NOT_DONE, RESTARTED, JiraWrite
 from bot.tools.tool import tool
@@ -105,9 +105,7 @@ class JiraTransitions(JiraWrite):
                 not_done="It was not moved.",
             )
         except NotFound:
-            raise ToolError(
-                f"Issue {key} does not exist or you do not have permission to see it."
-            ) from None
+            raise not_found(key) from None
         except OutcomeUnknown as unknown:
             return self._found(key, to, comment is not None, marker, unknown.reason)
         result = {"key": key, "status": to, "from": now, "url": self.jira.issue_url(key)}

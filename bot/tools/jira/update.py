@@ -15,7 +15,7 @@ from typing import Any
 from bot.errors import ToolError
 from bot.tools.jira.create import CREATE_DESCRIPTION_MAX, JIRA_SUMMARY_MAX
 from bot.tools.jira.errors import NotFound, OutcomeUnknown, trim
-from bot.tools.jira.issues import name_of, same
+from bot.tools.jira.issues import name_of, not_found, same
 from bot.tools.jira.markup import plain_text
 from bot.tools.jira.write import NOT_DONE, RESTARTED, JiraWrite
 from bot.tools.tool import tool
@@ -76,9 +76,7 @@ class JiraUpdates(JiraWrite):
                 not_done="Nothing was changed.",
             )
         except NotFound:
-            raise ToolError(
-                f"Issue {key} does not exist or you do not have permission to see it."
-            ) from None
+            raise not_found(key) from None
         except OutcomeUnknown as unknown:
             return self._found(key, wanted, unknown.reason)
         return {"key": key, "changed": list(wanted), "url": self.jira.issue_url(key)}

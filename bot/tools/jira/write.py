@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from bot.config import JiraSettings
-from bot.errors import ToolError
 from bot.tools.jira.client import JiraConnection
 from bot.tools.jira.errors import NotFound
-from bot.tools.jira.issues import writable_issue
+from bot.tools.jira.issues import not_found, writable_issue
 from bot.tools.jira.markup import to_adf, to_wiki
 from bot.tools.jira.users import JiraUsers
 
@@ -51,9 +50,7 @@ class JiraWrite:
                 bad_request="request",
             )
         except NotFound:
-            raise ToolError(
-                f"Issue {key} does not exist or you do not have permission to see it."
-            ) from None
+            raise not_found(key) from None
         return dict((issue or {}).get("fields") or {})
 
     def rich_text(self, markdown: str) -> tuple[int, Any]:

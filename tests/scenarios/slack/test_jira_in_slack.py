@@ -240,35 +240,18 @@ async def test_what_a_write_cannot_do_is_said_and_nothing_changes(
 ) -> None:
     with_people(fake_slack)
     ambiguous = "give TASK-2 to carol"
-    plans: dict[str, list[Step]] = {
-        ambiguous: [
-            ToolUse("jira_assign_issue", {"issue_key": "TASK-2", "assignee": "carol"}),
-            reporting,
-        ],
-        "by email": [
-            ToolUse("jira_assign_issue", {"issue_key": "TASK-2", "assignee": "king@example.com"}),
-            reporting,
-        ],
-        "ship TASK-2": [
-            ToolUse("jira_transition_issue", {"issue_key": "TASK-2", "status": "Shipped"}),
-            reporting,
-        ],
-        "close TASK-2": [
-            ToolUse("jira_transition_issue", {"issue_key": "TASK-2", "status": "Done"}),
-            reporting,
-        ],
-        "comment on SEC-1": [
-            ToolUse("jira_add_comment", {"issue_key": "SEC-1", "body": "hi"}),
-            reporting,
-        ],
-        "link TASK-1 to SEC-1": [
-            ToolUse(
-                "jira_link_issues",
-                {"issue_key": "TASK-1", "other_issue_key": "SEC-1", "link_type": "blocks"},
-            ),
-            reporting,
-        ],
+    calls = {
+        ambiguous: ("jira_assign_issue", {"issue_key": "TASK-2", "assignee": "carol"}),
+        "by email": ("jira_assign_issue", {"issue_key": "TASK-2", "assignee": "king@example.com"}),
+        "ship TASK-2": ("jira_transition_issue", {"issue_key": "TASK-2", "status": "Shipped"}),
+        "close TASK-2": ("jira_transition_issue", {"issue_key": "TASK-2", "status": "Done"}),
+        "comment on SEC-1": ("jira_add_comment", {"issue_key": "SEC-1", "body": "hi"}),
+        "link TASK-1 to SEC-1": (
+            "jira_link_issues",
+            {"issue_key": "TASK-1", "other_issue_key": "SEC-1", "link_type": "blocks"},
+        ),
     }
+    plans: dict[str, list[Step]] = {q: [ToolUse(*call), reporting] for q, call in calls.items()}
     fake_openai.responder = playing(plans)
     bot = start_bot(**jira_env(jira), WRITE_APPROVAL="on")
 
