@@ -118,8 +118,13 @@ async def test_each_write_waits_for_its_card_and_is_done_once(
         ),
     ]
     plans: dict[str, list[Step]] = {q: [call, reporting] for q, call, _, _ in cases}
+    plans["hello"] = [Reply(text="Hello! Ask me about Jira.")]
     bot = start_bot(**jira_env(jira), WRITE_APPROVAL="on")
     fake_openai.responder = playing(plans)
+    # a turn that writes nothing asks nothing of Jira, nor of Slack about people
+    await bot.send(mention("CW", clock.ts(), "hello"))
+    await fake_slack.wait_for(lambda s: bool(answers(s, "CW", "Hello!")), timeout=15)
+    assert jira.requests == [] and not fake_slack.calls_to("users.info")
     version = "3" if jira.deployment == "Cloud" else "2"
 
     asked = {f"CW{number}": question for number, (question, *_) in enumerate(cases)}
