@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+import aiohttp
 from cachetools import TTLCache
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -34,6 +35,9 @@ class SlackPeople:
             info = await self.client.users_info(user=user_id)
         except SlackApiError as exc:  # named by the id alone this time
             log.warning("could not look up %s (%s)", user_id, exc.response.get("error"))
+            return Person(user_id)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            log.warning("could not look up %s (%s)", user_id, type(exc).__name__)
             return Person(user_id)
         user = info.get("user") or {}
         profile = user.get("profile") or {}

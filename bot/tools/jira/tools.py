@@ -169,7 +169,10 @@ class JiraTools(JiraConnection):
         asker = await self.users.asker()
         reporter = None
         if asker is not None and project not in self._no_reporter:
-            reporter = await self.users.of_person(asker)
+            try:
+                reporter = await self.users.of_person(asker)
+            except ToolError as exc:  # the description names them instead
+                log.info("jira: no reporter for the create (%s)", exc)
         return await self.blocking(lambda: self._create(project, fields, asker, reporter, marker))
 
     def _create(

@@ -381,3 +381,13 @@ async def test_without_slack_the_asker_is_named_by_id_or_the_command_line(
     assert "From Slack, for Slack user U7:" in bodies[0]
     assert "From the bot's command line:" in bodies[1]
     assert not fake.calls("GET", "/user/")  # nobody to look up in Jira
+
+
+async def test_a_create_goes_on_when_jira_will_not_say_who_the_asker_is(
+    fake: FakeJira,
+) -> None:
+    fake.projects["TASK"]["modify_reporter"] = True
+    fake.fail_next(r"/user/search$", 403)  # no permission to browse users
+    made = await run(registry_for(fake), "jira_create_issue", summary="Bug", description="x")
+    assert fake.issues[made["key"]]["description"].startswith("Asked in Slack by Ann Asker.")
+    assert fake.created == [made["key"]]
