@@ -26,13 +26,12 @@ when given, whose method matches; each is consumed once per matching request, ``
 * ``hang_next(seconds, path_regex=".*", after=False)``: wait that long, then handle the
   request; ``after=True``: handle it (a create is stored), then wait before answering.
 
-The writes on an issue (each in a module of its own, mixed in here): comments with entity
-properties (jira_comments), links by the link types of ``LINK_TYPES``, transitions through a
-fixed workflow whose screens may require fields (``screens={"Done": ["resolution"]}``) and
+The writes on an issue, a module each: comments with properties and links (jira_comments),
+transitions whose screens may require fields (``screens={"Done": ["resolution"]}``) and
 edits (jira_workflow), users (``add_user``), their search and assignment (jira_people).
-Cloud also serves REST API v3, whose rich text (a comment's body, a description) must be an
-ADF document where v2's must be a string (jira_adf); Server has no v3 (404). A project may
-let the bot set a new issue's reporter: ``projects={"TASK": {"modify_reporter": True}}``.
+Cloud also serves API v3, whose rich text must be an ADF document where v2's must be a
+string (jira_adf); Server has no v3 (404). ``projects={"TASK": {"modify_reporter": True}}``
+lets the bot set a new issue's reporter there.
 
 JQL subset: clauses joined by AND (``project``, ``key``/``issuekey``, ``status``,
 ``issuetype``/``type``, ``priority``, ``labels``, ``assignee`` with ``=``/``!=``; ``text``,
