@@ -1,16 +1,19 @@
 """The Slack shell's directory of people (``bot.people.Directory``): a user's name and
 email from ``users.info`` (the email needs the ``users:read.email`` scope), kept a few
-minutes. Asked only by a write that says whose request it was."""
+minutes. Asked only by a write that says whose request it was; the names it learns are
+stored (``remember``), so the admin pages and ``bot history show`` name the asker."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 
 import aiohttp
 from cachetools import TTLCache
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.errors import StoreError
 from bot.people import Person
 
 log = logging.getLogger(__name__)
@@ -23,8 +26,13 @@ PEOPLE_FOR_S = 300.0
 class SlackPeople:
     """People as Slack knows them."""
 
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(
+        self,
+        client: AsyncWebClient,
+        remember: Callable[[Mapping[str, str]], Awaitable[None]] | None = None,
+    ) -> None:
         self.client = client
+        self.remember = remember
         self._known: TTLCache[str, Person] = TTLCache(PEOPLE_KEPT, PEOPLE_FOR_S)
 
     async def person(self, user_id: str) -> Person:
@@ -49,4 +57,9 @@ class SlackPeople:
             email if isinstance(email, str) and email else None,
         )
         self._known[user_id] = person
+        if person.name and self.remember is not None:
+            try:
+                await self.remember({user_id: person.name})
+            except StoreError:
+                log.warning("could not store the name of %s", user_id)
         return person

@@ -93,7 +93,8 @@ class SlackRuntime:
         threads = SlackThreads(client, conversations.threads, identity.bot_user_id, identity.bot_id)
         # the channel reader's channel is the turn's, never an argument (bot.turn)
         self.services.registry.add_object(threads, source="Slack")
-        self.services.people.use(SlackPeople(client))  # who asked a write, for its tool
+        # who asked a write, for its tool (their name stored for the admin pages)
+        self.services.people.use(SlackPeople(client, conversations.threads.name_people))
         delivery = Delivery(
             conversations,
             Poster(client, long_answer_messages=slack.LONG_ANSWER_MESSAGES),

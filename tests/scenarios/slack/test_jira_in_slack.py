@@ -225,14 +225,15 @@ async def test_a_ticket_assigned_and_linked_in_one_thread(
     # whose request each write was, on the admin page and in bot history show
     async with httpx.AsyncClient(headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}) as http:
         page = (await http.get(f"{bot.url}/admin/sessions/CT")).text
-    assert page.count('<span class="for">for U1</span>') == 3
+    assert page.count('<span class="for">for U1 (Ann Asker)</span>') == 3
     assert f"Assign {key} to Carol Diaz</div>" in page
     if jira.deployment == "Cloud":  # one process is enough to show the CLI says it too
         shown = await asyncio.to_thread(
             run_bot, "history", "show", "CT", env={"DATABASE_URL": bot_database_url}, cwd=tmp_path
         )
         assert shown.returncode == 0, shown.stderr
-        assert shown.stdout.count("(a1) for U1 with") == 1
+        print(f"---- bot history show CT\n{shown.stdout}")  # for the report
+        assert shown.stdout.count("(a1) for U1 (Ann Asker) with") == 1
         assert f"      Assign {key} to Carol Diaz" in shown.stdout
 
 
