@@ -92,7 +92,8 @@ class JiraTransitions(JiraWrite):
     ) -> dict[str, Any]:
         now, chosen = self._choose(key, status)
         if chosen is None:
-            return {"key": key, "status": now, "note": f"{key} is {now} already; not moved."}
+            dropped = " The comment was not added." if comment else ""
+            return {"key": key, "status": now, "note": f"{key} is {now} already.{dropped}"}
         to = name_of(chosen.get("to")) or status
         try:
             self.jira.call(
