@@ -33,6 +33,7 @@ class SlackPeople:
     ) -> None:
         self.client = client
         self.remember = remember
+        # speed device: see bench/README.md, "people and link types kept"
         self._known: TTLCache[str, Person] = TTLCache(PEOPLE_KEPT, PEOPLE_FOR_S)
 
     async def person(self, user_id: str) -> Person:

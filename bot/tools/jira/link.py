@@ -34,6 +34,7 @@ class JiraLinks(JiraWrite):
 
     def __init__(self, jira: JiraConnection, users: JiraUsers) -> None:
         super().__init__(jira, users)
+        # speed device: see bench/README.md, "people and link types kept"
         self._types: TTLCache[str, list[dict[str, Any]]] = TTLCache(1, LINK_TYPES_FOR_S)
         self._lock = threading.Lock()
 

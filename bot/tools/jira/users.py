@@ -71,6 +71,7 @@ class JiraUsers:
     def __init__(self, jira: JiraConnection, people: People | None = None) -> None:
         self.jira = jira
         self.people = people or People()
+        # speed device: see bench/README.md, "people and link types kept"
         self._by_email: TTLCache[str, JiraUser | None] = TTLCache(USERS_KEPT, USERS_FOR_S)
         self._lock = threading.Lock()
 
