@@ -29,16 +29,16 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.config import load_settings  # noqa: E402
-from bot.messages import ToolCall  # noqa: E402
-from bot.people import People  # noqa: E402
-from bot.slack.people import SlackPeople  # noqa: E402
-from bot.tools.base import ToolRegistry  # noqa: E402
-from bot.tools.jira import jira_tools, jira_writes  # noqa: E402
-from bot.tools.jira.link import JiraLinks  # noqa: E402
-from bot.turn import turn_channel  # noqa: E402
-from tests.fakes.jira_server import FakeJira  # noqa: E402
-from tests.fakes.slack_server import FakeSlack  # noqa: E402
+from bot.config import load_settings
+from bot.messages import ToolCall
+from bot.people import People
+from bot.slack.people import SlackPeople
+from bot.tools.base import ToolRegistry
+from bot.tools.jira import jira_tools, jira_writes
+from bot.tools.jira.link import JiraLinks
+from bot.turn import turn_channel
+from tests.fakes.jira_server import FakeJira
+from tests.fakes.slack_server import FakeSlack
 
 
 async def run(rounds: int, cached: bool, jira: FakeJira, slack: FakeSlack) -> tuple[float, ...]:
