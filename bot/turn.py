@@ -131,18 +131,27 @@ class TurnState:
 #: the channel of the turn whose tools run (a tool reading "this channel" takes it from here,
 #: never from the model's arguments)
 _TURN_CHANNEL: ContextVar[str | None] = ContextVar("turn_channel", default=None)
+#: who asked the turn whose tools run (a write says whose request it was)
+_TURN_ASKER: ContextVar[str | None] = ContextVar("turn_asker", default=None)
 
 
 @contextlib.contextmanager
-def turn_channel(channel_id: str) -> Iterator[None]:
-    """Tools called within are called for a turn of ``channel_id``."""
-    token = _TURN_CHANNEL.set(channel_id)
+def turn_channel(channel_id: str, asker: str | None = None) -> Iterator[None]:
+    """Tools called within are called for a turn of ``channel_id``, asked by ``asker`` (a
+    user id; None: nobody known, as in ``bot ask`` without ``--user``)."""
+    tokens = _TURN_CHANNEL.set(channel_id), _TURN_ASKER.set(asker)
     try:
         yield
     finally:
-        _TURN_CHANNEL.reset(token)
+        _TURN_CHANNEL.reset(tokens[0])
+        _TURN_ASKER.reset(tokens[1])
 
 
 def current_channel() -> str | None:
     """The channel of the turn a tool is called for (None: outside a turn)."""
     return _TURN_CHANNEL.get()
+
+
+def current_asker() -> str | None:
+    """The user id of who asked the turn a tool is called for (None: nobody known)."""
+    return _TURN_ASKER.get()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 import openai
@@ -23,6 +23,7 @@ from bot.jobs.runner import Jobs
 from bot.llm.base import ChatModel, ModelOptions
 from bot.llm.chat_completions import ChatCompletionsModel
 from bot.llm.responses import ResponsesModel
+from bot.people import People
 from bot.store.admin_sessions import AdminSessionStore
 from bot.store.channels import ChannelSettingsStore
 from bot.store.db import Engines, create_engines
@@ -34,7 +35,7 @@ from bot.store.window import Windows
 from bot.tools.base import ToolRegistry
 from bot.tools.clock import get_current_time
 from bot.tools.crm import CrmTools, crm_backend
-from bot.tools.jira import jira_tools
+from bot.tools.jira import add_jira_tools
 from bot.tools.mcp import mcp_servers
 
 
@@ -53,6 +54,8 @@ class Services:
     jobs: Jobs
     channels: Channels
     admin_logins: AdminLogins | None = None
+    #: who people are, for the tools: a shell plugs its directory in (``People.use``)
+    people: People = field(default_factory=People)
 
     def start(self) -> None:
         """In the event loop that serves: MCP servers begin connecting in the background."""
@@ -86,11 +89,14 @@ def build_model(settings: Settings) -> ChatModel:
     return ChatCompletionsModel(client, model.OPENAI_MODEL, options)
 
 
-def build_registry(settings: Settings, engines: Engines | None = None) -> ToolRegistry:
+def build_registry(
+    settings: Settings, engines: Engines | None = None, people: People | None = None
+) -> ToolRegistry:
     """Every tool the model is offered. MCP servers connect in the background from the
     first use in an event loop on; ``registry.close()`` closes them and the CRM's client.
     Without ``engines`` (``bot tools``) the local CRM gets engines of its own, disposed at
-    close. The CRM's missing settings are a SettingsError naming them."""
+    close. The CRM's missing settings are a SettingsError naming them. ``people``: the
+    port the tools learn who people are from (a shell fills it)."""
     tool_timeout_s = settings.limits.TOOL_TIMEOUT_S
     registry = ToolRegistry(default_timeout=tool_timeout_s)
     registry.add(get_current_time)
@@ -101,9 +107,7 @@ def build_registry(settings: Settings, engines: Engines | None = None) -> ToolRe
     crm = crm_backend(settings.crm, engines, tool_timeout_s)  # one client for the process
     registry.add_object(CrmTools(crm, tool_timeout_s), source="CRM")
     registry.on_close(crm.close)
-    jira = jira_tools(settings.jira, tool_timeout_s)
-    if jira is not None:
-        registry.add_object(jira, source="Jira")
+    add_jira_tools(registry, settings.jira, tool_timeout_s, people or People())
     mcp_servers(settings.mcp.MCP_CONFIG, registry, tool_timeout_s)
     return registry
 
@@ -125,7 +129,8 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
     engines = create_engines(settings.store.DATABASE_URL)
     windows = Windows()
     history = HistoryStore(engines, windows)
-    registry = build_registry(settings, engines)
+    people = People()
+    registry = build_registry(settings, engines, people)
     channels = build_channels(settings, engines, registry)
     chat_model = model or build_model(settings)
     loop = Loop(
@@ -161,4 +166,5 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         AdminLogins(AdminSessionStore(engines), settings.web.ADMIN_TOKEN)
         if settings.web.ADMIN_TOKEN
         else None,
+        people,
     )

@@ -295,7 +295,7 @@ class Conversations:
             state.history = await self.memory.history(state)
         else:
             state.history = select_window(state.history, self.token_budget)
-        with turn_channel(state.channel_id):
+        with turn_channel(state.channel_id, state.user_id):
             state = await self.loop.run(state, observer, self.turns.save)
         return await self._finish(state, observer, started, earlier_ms)
 

@@ -87,9 +87,10 @@ def show(channel: str, as_json: bool) -> None:
         return
     messages, turns, names = _with_sessions(read)
     click.echo(f"Session {_safe(channel)}: {len(messages)} messages, {len(turns)} turns")
+    askers = {turn.id: turn.user_id for turn in turns}
     for message in messages:
         click.echo()
-        click.echo(_transcript_entry(message, names))
+        click.echo(_transcript_entry(message, names, askers.get(message.turn_id)))
     if turns:
         click.echo()
         click.echo(_turns_table(turns))
@@ -222,7 +223,8 @@ def _print_json(document: object) -> None:
 # -- text for people ------------------------------------------------------------------
 
 
-def _transcript_entry(message: Message, names: dict[str, str]) -> str:
+def _transcript_entry(message: Message, names: dict[str, str], asker: str | None) -> str:
+    """One message for people; a write says whose request it was (its turn's asker)."""
     heading = [f"#{message.id}", _when(message.created_at), message.role]
     if message.user_id:
         name = names.get(message.user_id)
@@ -236,7 +238,13 @@ def _transcript_entry(message: Message, names: dict[str, str]) -> str:
         text = pretty_json(message.content) if message.role == "tool" else message.content
         lines.append(_indent(text, 4))
     for call in message.tool_calls:
-        lines.append(f"    calls {_safe(call.name)} ({_safe(call.id)}) with")
+        whose = ""
+        if call.marker and asker:  # a write (only writes carry a marker)
+            name = names.get(asker)
+            whose = f" for {asker}" + (f" ({name})" if name else "")
+        lines.append(f"    calls {_safe(call.name)} ({_safe(call.id)}){_safe(whose)} with")
+        if call.preview:
+            lines.append(f"      {_safe(call.preview)}")
         lines.append(_indent(pretty_json(call.arguments) or "(no arguments)", 6))
     return "\n".join(lines)
 

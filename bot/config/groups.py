@@ -194,7 +194,10 @@ class JiraSettings(SettingsGroup):
     JIRA_PROJECT: str | None = None
     """Project key for new tickets when the model names none."""
     JIRA_ALLOWED_PROJECTS: CommaList | None = None
-    """Comma list of project keys tickets may be created in; JIRA_PROJECT when unset."""
+    """Comma list of project keys the bot may create and change issues in; JIRA_PROJECT
+    when unset."""
+    JIRA_READ_ONLY: OnOff = Field(False, description=_ON_OFF)
+    """on: the model is offered no Jira write (create, comment, assign, move, edit, link)."""
 
     @property
     def allowed_projects(self) -> list[str]:

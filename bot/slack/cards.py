@@ -1,8 +1,9 @@
 """The bot's messages with buttons, built from a stored turn; no I/O.
 
-* The approval card: what a paused turn is about to do (each writing call's arguments:
-  project, type, summary, description, for whom) with Create (Go ahead for a write other
-  than a Jira ticket) and Cancel.
+* The approval card: what a paused turn is about to do (each writing call's change in
+  words as its heading, then its arguments: issue, project, summary, comment, assignee,
+  status, ..., for whom) with Create (Go ahead for a write other than a new Jira ticket)
+  and Cancel.
 * The Continue button under an answer that hit the round cap.
 * The feedback buttons (thumbs up and down, Slack's ``feedback_buttons``) under an answer.
 
@@ -36,12 +37,20 @@ PRESSES = frozenset({APPROVE, DECLINE, CONTINUE, FEEDBACK})
 
 #: labels of the arguments a card shows first, in this order; others follow by name
 LABELS = {
+    "issue_key": "Issue",
     "project_key": "Project",
     "issue_type": "Type",
     "summary": "Summary",
     "description": "Description",
     "priority": "Priority",
     "labels": "Labels",
+    "due_date": "Due date",
+    "assignee": "Assignee",
+    "status": "Status",
+    "link_type": "Link",
+    "other_issue_key": "Other issue",
+    "body": "Comment",
+    "comment": "Comment",
 }
 FIELD_MAX = 1_900  # Slack allows 2,000 characters in a section field
 DEFAULTS = {"issue_type": "Task"}

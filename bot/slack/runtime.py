@@ -32,6 +32,7 @@ from bot.slack.app import build_slack_app, web_client
 from bot.slack.approvals import Approvals
 from bot.slack.delivery import Delivery
 from bot.slack.files import SlackFiles
+from bot.slack.people import SlackPeople
 from bot.slack.poster import Poster
 from bot.slack.threads import SlackThreads
 from bot.slack.worker import Worker
@@ -92,6 +93,8 @@ class SlackRuntime:
         threads = SlackThreads(client, conversations.threads, identity.bot_user_id, identity.bot_id)
         # the channel reader's channel is the turn's, never an argument (bot.turn)
         self.services.registry.add_object(threads, source="Slack")
+        # who asked a write, for its tool (their name stored for the admin pages)
+        self.services.people.use(SlackPeople(client, conversations.threads.name_people))
         delivery = Delivery(
             conversations,
             Poster(client, long_answer_messages=slack.LONG_ANSWER_MESSAGES),

@@ -25,6 +25,8 @@ def disliked(turn: TurnState) -> bool:
 class ToolUse:
     call: ToolCall
     result: Message | None = None
+    #: a write's: the user whose request it was (its turn's asker)
+    for_user: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -64,7 +66,10 @@ def transcript(messages: Sequence[Message], turns: Sequence[TurnState]) -> list[
             continue
         if not sections or sections[-1].turn_id != message.turn_id:
             sections.append(Section(message.turn_id, by_id.get(message.turn_id)))
-        uses = [ToolUse(call) for call in message.tool_calls]
+        turn = sections[-1].turn
+        asker = turn.user_id if turn is not None else None
+        # a call with a marker is a write (bot.agent.loop gives writes theirs)
+        uses = [ToolUse(c, for_user=asker if c.marker else None) for c in message.tool_calls]
         waiting.update((use.call.id, use) for use in uses)
         sections[-1].entries.append(Entry(message, uses))
     shown = {section.turn_id for section in sections}

@@ -20,19 +20,28 @@ def now() -> str:
 
 
 def jira_user(
-    display_name: str, deployment: str, *, email: str | None = None, name: str | None = None
+    display_name: str,
+    deployment: str,
+    *,
+    email: str | None = None,
+    name: str | None = None,
+    base: str = "",
 ) -> dict[str, Any]:
-    """A user as Jira shows one: by account id on Cloud, by name on Server."""
+    """A user as Jira shows one: by account id on Cloud, by name on Server (``base``: the
+    fake's URL, for the user's ``self``)."""
     slug = re.sub(r"[^a-z0-9]+", ".", display_name.lower()).strip(".") or "user"
     if deployment == "Cloud":
+        account_id = f"5b10a2844c20165700ede{abs(hash(slug)) % 10**6:06d}"
         return {
-            "accountId": f"5b10a2844c20165700ede{abs(hash(slug)) % 10**6:06d}",
+            "self": f"{base}/rest/api/2/user?accountId={account_id}",
+            "accountId": account_id,
             "displayName": display_name,
             "emailAddress": email or f"{slug}@example.com",
             "active": True,
             "accountType": "atlassian",
         }
     return {
+        "self": f"{base}/rest/api/2/user?username={name or slug}",
         "name": name or slug,
         "key": name or slug,
         "displayName": display_name,

@@ -3,24 +3,22 @@ with the JQL subset."""
 
 from __future__ import annotations
 
-import base64
-import json
 import threading
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from tests.fakes.jira_adf import as_document, as_text
 from tests.fakes.jira_answers import (
     NOT_FOUND,
     PRIORITIES,
     STATUS_CATEGORIES,
     error,
     field_set,
-    jira_user,
     now,
 )
-from tests.fakes.jira_jql import JqlError, run_jql
+from tests.fakes.jira_workflow import rich_text_problem
 
 #: fields a create may set besides the project's required ones
 SETTABLE_FIELDS = {
@@ -53,8 +51,13 @@ class IssueMethods:
     issues: dict[str, dict[str, Any]]
     created: list[str]
     required_fields: dict[str, list[str]]
+    users: dict[str, dict[str, Any]]
     _next_id: int
     _lock: threading.Lock
+    # of the other mixins (jira_people, jira_comments)
+    _person: Any
+    _comment_json: Any
+    _links_of: Any
 
     def _project(self, key_or_id: str) -> dict[str, Any] | None:
         for project in self.projects.values():
@@ -82,15 +85,20 @@ class IssueMethods:
         return issue
 
     def _issue_json(
-        self, request: Request, issue: dict[str, Any], fields: set[str] | None
+        self, request: Request, issue: dict[str, Any], fields: set[str] | None, version: int = 2
     ) -> dict[str, Any]:
         base = str(request.base_url).rstrip("/")
         project = self.projects[issue["project"]]
         status = issue["status"]
         category = STATUS_CATEGORIES.get(status, "indeterminate")
+        comments = [
+            self._comment_json(c, version, properties=False) for c in issue.get("comments", [])
+        ]
         all_fields: dict[str, Any] = {
             "summary": issue["summary"],
-            "description": issue["description"],
+            "description": as_document(issue["description"])
+            if version == 3
+            else as_text(issue["description"]),
             "status": {
                 "self": f"{base}/rest/api/2/status/1",
                 "name": status,
@@ -110,6 +118,14 @@ class IssueMethods:
             "created": issue["created"],
             "updated": issue["updated"],
             "labels": issue["labels"],
+            "duedate": issue.get("duedate"),
+            "comment": {
+                "comments": comments,
+                "maxResults": len(comments),
+                "total": len(comments),
+                "startAt": 0,
+            },
+            "issuelinks": self._links_of(issue["key"]),
             "components": [{"name": c} for c in issue.get("components", [])],
             "project": {"id": project["id"], "key": project["key"], "name": project["name"]},
         }
@@ -123,23 +139,22 @@ class IssueMethods:
             "fields": all_fields,
         }
 
-    def _person(self, display_name: str | None) -> dict[str, Any] | None:
-        return jira_user(display_name, self.deployment) if display_name else None
-
     def _find_issue(self, key_or_id: str) -> dict[str, Any] | None:
         issue = self.issues.get(key_or_id.upper())
         if issue is None:
             issue = next((i for i in self.issues.values() if i["id"] == key_or_id), None)
         return issue
 
-    def _get_issue(self, request: Request, key: str) -> Response:
+    def _get_issue(self, request: Request, key: str, version: int = 2) -> Response:
         with self._lock:
             issue = self._find_issue(key)
             if issue is None:
                 return error(404, [NOT_FOUND])
-            return JSONResponse(self._issue_json(request, issue, field_set(request, None)))
+            return JSONResponse(self._issue_json(request, issue, field_set(request, None), version))
 
-    def _create_issue(self, request: Request, payload: Any, user: dict[str, Any]) -> Response:
+    def _create_issue(
+        self, request: Request, payload: Any, user: dict[str, Any], version: int = 2
+    ) -> Response:
         if not isinstance(payload, dict) or not isinstance(payload.get("fields"), dict):
             return error(400, ["Request body must contain 'fields'."])
         fields: dict[str, Any] = payload["fields"]
@@ -164,7 +179,17 @@ class IssueMethods:
                     "Specify an issue type" if not ref else "valid issue type is required"
                 )
         required = self.required_fields.get(project["key"], []) if project else []
+        reporter = user
+        if "reporter" in fields and project is not None and project["modify_reporter"]:
+            wanted = fields["reporter"] if isinstance(fields["reporter"], dict) else {}
+            named = self.users.get(str(wanted.get("accountId") or wanted.get("name")))
+            if named is None:
+                errors["reporter"] = "Specify a valid user as the reporter."
+            else:
+                reporter = named
         for name in fields:
+            if name == "reporter" and project is not None and project["modify_reporter"]:
+                continue
             if name not in SETTABLE_FIELDS and name not in required:
                 errors[name] = (
                     f"Field '{name}' cannot be set. It is not on the appropriate screen, "
@@ -178,8 +203,8 @@ class IssueMethods:
         elif "\n" in summary or "\r" in summary:
             errors["summary"] = "The summary is invalid because it contains newline characters."
         description = fields.get("description")
-        if description is not None and not isinstance(description, str):
-            errors["description"] = "Operation value must be a string"
+        if description is not None and (found := rich_text_problem(description, version)):
+            errors["description"] = found
         priority = fields.get("priority")
         if priority is not None and not (
             isinstance(priority, dict) and priority.get("name") in PRIORITIES
@@ -214,7 +239,7 @@ class IssueMethods:
                     "status": "To Do",
                     "priority": priority["name"] if priority else "Medium",
                     "assignee": None,
-                    "reporter": user["displayName"],
+                    "reporter": reporter["displayName"],
                     "labels": list(labels),
                     "components": [
                         c.get("name") for c in fields.get("components") or [] if isinstance(c, dict)
@@ -228,84 +253,34 @@ class IssueMethods:
             status_code=201,
         )
 
-    def _search(
-        self, request: Request, payload: Any, *, new_api: bool, user: dict[str, Any]
-    ) -> Response:
-        if request.method == "POST":
-            if not isinstance(payload, dict):
-                return error(400, ["Request body must be a JSON object."])
-            allowed = (
+    def _project_json(self, request: Request, project: dict[str, Any]) -> dict[str, Any]:
+        base = str(request.base_url).rstrip("/")
+        return {
+            "self": f"{base}/rest/api/2/project/{project['id']}",
+            "id": project["id"],
+            "key": project["key"],
+            "name": project["name"],
+            "projectTypeKey": "software",
+            "issueTypes": [
+                {"id": str(i + 1), "name": name, "subtask": False}
+                for i, name in enumerate(project["issue_types"])
+            ],
+        }
+
+    def _createmeta(self, request: Request) -> dict[str, Any]:
+        keys = ",".join(request.query_params.getlist("projectKeys")).split(",")
+        projects = [p for p in self.projects.values() if not keys[0] or p["key"] in keys]
+        return {
+            "projects": [
                 {
-                    "jql",
-                    "nextPageToken",
-                    "maxResults",
-                    "fields",
-                    "expand",
-                    "properties",
-                    "fieldsByKeys",
-                    "failFast",
-                    "reconcileIssues",
+                    "id": p["id"],
+                    "key": p["key"],
+                    "name": p["name"],
+                    "issuetypes": [
+                        {"id": str(i + 1), "name": name, "subtask": False}
+                        for i, name in enumerate(p["issue_types"])
+                    ],
                 }
-                if new_api
-                else {"jql", "startAt", "maxResults", "fields", "expand", "validateQuery"}
-            )
-            unknown = [k for k, v in payload.items() if k not in allowed and v is not None]
-            if unknown:
-                return error(400, [f'Unrecognized field "{unknown[0]}"'])
-            params = payload
-            fields = set(payload["fields"]) if payload.get("fields") else None
-        else:
-            params = {k: request.query_params.get(k) for k in request.query_params}
-            fields = field_set(request, None)
-        jql = params.get("jql") or ""
-        try:
-            max_results = int(params.get("maxResults") or 50)
-            start = (
-                decode_token(params.get("nextPageToken"))
-                if new_api
-                else int(params.get("startAt") or 0)
-            )
-        except ValueError:
-            return error(400, ["Invalid pagination parameters."])
-        if new_api and fields is None:
-            fields = {"id"}
-        max_results = max(0, min(max_results, 5000 if new_api else 1000))
-        with self._lock:
-            try:
-                found = run_jql(jql, list(self.issues.values()), self.projects, user)
-            except JqlError as exc:
-                return error(400, [f"Error in the JQL Query: {exc}"])
-            page = found[start : start + max_results]
-            issues = [self._issue_json(request, issue, fields) for issue in page]
-        if new_api:
-            for item in issues:
-                if fields == {"id"}:
-                    item.pop("key", None)
-                    item["fields"] = {}
-            more = start + len(page) < len(found)
-            body: dict[str, Any] = {"issues": issues, "isLast": not more}
-            if more:
-                body["nextPageToken"] = encode_token(start + len(page))
-            return JSONResponse(body)
-        return JSONResponse(
-            {
-                "expand": "schema,names",
-                "startAt": start,
-                "maxResults": max_results,
-                "total": len(found),
-                "issues": issues,
-            }
-        )
-
-
-def encode_token(offset: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"offset": offset}).encode()).decode()
-
-
-def decode_token(token: str | None) -> int:
-    if not token:
-        return 0
-    try:
-        return int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"])
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ValueError("bad token") from exc
+                for p in projects
+            ]
+        }

@@ -1,12 +1,19 @@
-"""The fake Jira's JQL subset (see tests/fakes/jira_server.py): a query parsed and run over
-the fake's issues, or refused as Jira refuses one it cannot parse."""
+"""The fake Jira's search: its JQL subset (see tests/fakes/jira_server.py), a query parsed
+and run over the fake's issues, or refused as Jira refuses one it cannot parse; and the two
+search endpoints (Cloud's /search/jql, paged by token; Server's /search, by offset)."""
 
 from __future__ import annotations
 
+import base64
+import json
 import re
+import threading
 from typing import Any
 
-from tests.fakes.jira_answers import PRIORITIES
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from tests.fakes.jira_answers import PRIORITIES, error, field_set
 
 
 class JqlError(ValueError):
@@ -174,3 +181,94 @@ def _sort_key(issue: dict[str, Any], name: str) -> Any:
     if name == "priority":
         return PRIORITIES.index(issue["priority"]) if issue["priority"] in PRIORITIES else 99
     return str(issue.get(name) or "")
+
+
+class SearchMethods:
+    """Mixed into FakeJira: the search endpoints, over its issues and projects."""
+
+    issues: dict[str, dict[str, Any]]
+    projects: dict[str, dict[str, Any]]
+    _lock: threading.Lock
+    _issue_json: Any
+
+    def _search(
+        self, request: Request, payload: Any, *, new_api: bool, user: dict[str, Any]
+    ) -> Response:
+        if request.method == "POST":
+            if not isinstance(payload, dict):
+                return error(400, ["Request body must be a JSON object."])
+            allowed = (
+                {
+                    "jql",
+                    "nextPageToken",
+                    "maxResults",
+                    "fields",
+                    "expand",
+                    "properties",
+                    "fieldsByKeys",
+                    "failFast",
+                    "reconcileIssues",
+                }
+                if new_api
+                else {"jql", "startAt", "maxResults", "fields", "expand", "validateQuery"}
+            )
+            unknown = [k for k, v in payload.items() if k not in allowed and v is not None]
+            if unknown:
+                return error(400, [f'Unrecognized field "{unknown[0]}"'])
+            params = payload
+            fields = set(payload["fields"]) if payload.get("fields") else None
+        else:
+            params = {k: request.query_params.get(k) for k in request.query_params}
+            fields = field_set(request, None)
+        jql = params.get("jql") or ""
+        try:
+            max_results = int(params.get("maxResults") or 50)
+            start = (
+                decode_token(params.get("nextPageToken"))
+                if new_api
+                else int(params.get("startAt") or 0)
+            )
+        except ValueError:
+            return error(400, ["Invalid pagination parameters."])
+        if new_api and fields is None:
+            fields = {"id"}
+        max_results = max(0, min(max_results, 5000 if new_api else 1000))
+        with self._lock:
+            try:
+                found = run_jql(jql, list(self.issues.values()), self.projects, user)
+            except JqlError as exc:
+                return error(400, [f"Error in the JQL Query: {exc}"])
+            page = found[start : start + max_results]
+            issues = [self._issue_json(request, issue, fields) for issue in page]
+        if new_api:
+            for item in issues:
+                if fields == {"id"}:
+                    item.pop("key", None)
+                    item["fields"] = {}
+            more = start + len(page) < len(found)
+            body: dict[str, Any] = {"issues": issues, "isLast": not more}
+            if more:
+                body["nextPageToken"] = encode_token(start + len(page))
+            return JSONResponse(body)
+        return JSONResponse(
+            {
+                "expand": "schema,names",
+                "startAt": start,
+                "maxResults": max_results,
+                "total": len(found),
+                "issues": issues,
+            }
+        )
+
+
+def encode_token(offset: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"offset": offset}).encode()).decode()
+
+
+def decode_token(token: str | None) -> int:
+    if not token:
+        return 0
+    try:
+        return int(json.loads(base64.urlsafe_b64decode(token.encode()))["offset"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError("bad token") from exc

@@ -1,4 +1,4 @@
-"""A strict fake of the Jira REST API v2 (Cloud or Server/Data Center), for tests.
+"""A strict fake of the Jira REST API (Cloud or Server/Data Center), for tests.
 
 It is reached by the real ``jira`` client over real HTTP on 127.0.0.1:
 
@@ -26,6 +26,13 @@ when given, whose method matches; each is consumed once per matching request, ``
 * ``hang_next(seconds, path_regex=".*", after=False)``: wait that long, then handle the
   request; ``after=True``: handle it (a create is stored), then wait before answering.
 
+The writes on an issue, a module each: comments with properties and links (jira_comments),
+transitions whose screens may require fields (``screens={"Done": ["resolution"]}``) and
+edits (jira_workflow), users (``add_user``), their search and assignment (jira_people).
+Cloud also serves API v3, whose rich text must be an ADF document where v2's must be a
+string (jira_adf); Server has no v3 (404). ``projects={"TASK": {"modify_reporter": True}}``
+lets the bot set a new issue's reporter there.
+
 JQL subset: clauses joined by AND (``project``, ``key``/``issuekey``, ``status``,
 ``issuetype``/``type``, ``priority``, ``labels``, ``assignee`` with ``=``/``!=``; ``text``,
 ``summary``, ``description`` with ``~``), then ``ORDER BY field [ASC|DESC], ...``. Anything
@@ -48,8 +55,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.fakes.jira_answers import PRIORITIES, error, field_listing, jira_user, now
+from tests.fakes.jira_comments import CommentMethods
 from tests.fakes.jira_faults import Fault, FaultMethods, fault_response
 from tests.fakes.jira_issues import IssueMethods
+from tests.fakes.jira_jql import SearchMethods
+from tests.fakes.jira_people import PeopleMethods
+from tests.fakes.jira_workflow import WorkflowMethods
 from tests.fakes.serve import ServedApp, StopsOnExit, serve_in_thread
 
 __all__ = ["FakeJira", "RecordedRequest"]
@@ -71,7 +82,15 @@ class RecordedRequest:
     headers: dict[str, str]
 
 
-class FakeJira(IssueMethods, FaultMethods, StopsOnExit):
+class FakeJira(
+    IssueMethods,
+    SearchMethods,
+    PeopleMethods,
+    WorkflowMethods,
+    CommentMethods,
+    FaultMethods,
+    StopsOnExit,
+):
     """A strict fake Jira REST server on 127.0.0.1; starts serving on construction."""
 
     def __init__(
@@ -83,6 +102,7 @@ class FakeJira(IssueMethods, FaultMethods, StopsOnExit):
         projects: dict[str, dict[str, Any]] | None = None,
         required_fields: dict[str, list[str]] | None = None,
         deployment: str | None = None,
+        screens: dict[str, list[str]] | None = None,
         host: str = "127.0.0.1",
     ) -> None:
         self.email = email
@@ -99,6 +119,8 @@ class FakeJira(IssueMethods, FaultMethods, StopsOnExit):
                 "key": key.upper(),
                 "name": config.get("name", f"{key.title()} project"),
                 "issue_types": list(config.get("issue_types", DEFAULT_ISSUE_TYPES)),
+                # the bot may set an issue's reporter here (Modify Reporter, on the screen)
+                "modify_reporter": bool(config.get("modify_reporter", False)),
                 "next": 1,
             }
         #: every issue by key: seeded with add_issue() and created through the API
@@ -106,6 +128,13 @@ class FakeJira(IssueMethods, FaultMethods, StopsOnExit):
         #: keys of the issues created through POST /rest/api/2/issue, in order
         self.created: list[str] = []
         self.requests: list[RecordedRequest] = []
+        #: users by account id (Cloud) or name (Server), added with add_user
+        self.users: dict[str, dict[str, Any]] = {}
+        self.unassignable: set[str] = set()
+        #: issue links, each {"type": name, "inward": key, "outward": key}
+        self.links: list[dict[str, str]] = []
+        #: target status -> the fields its transition's screen requires
+        self.screens = {k: list(v) for k, v in (screens or {}).items()}
         self._faults: list[Fault] = []
         self._next_id = 10000
         self._lock = threading.Lock()
@@ -253,24 +282,54 @@ class FakeJira(IssueMethods, FaultMethods, StopsOnExit):
             )
         if payload is INVALID_JSON:
             return error(400, ["Unexpected character in the request body: not valid JSON."])
-        if method == "POST" and "application/json" not in request.headers.get("content-type", ""):
+        if method in {"POST", "PUT"} and "application/json" not in request.headers.get(
+            "content-type", ""
+        ):
             return error(415, ["Content-Type must be application/json."])
+        versioned = re.fullmatch(r"/rest/api/(2|3|latest)(/.*)", path)
+        if versioned is None or (versioned.group(1) == "3" and self.deployment != "Cloud"):
+            return error(404, [f"fake Jira: no route for {method} {path}"])
+        version = 3 if versioned.group(1) == "3" else 2
+        route = self._route(request, versioned.group(2), method, payload, user, version)
+        return route or error(404, [f"fake Jira: no route for {method} {path}"])
 
-        if re.fullmatch(f"{API}/issue/createmeta", path) and method == "GET":
+    def _route(
+        self,
+        request: Request,
+        path: str,
+        method: str,
+        payload: Any,
+        user: dict[str, Any],
+        version: int,
+    ) -> Response | None:
+        """The answer of the endpoint ``path`` (below /rest/api/N) names; None: no such."""
+        if path == "/issue/createmeta" and method == "GET":
             return JSONResponse(self._createmeta(request))
-        if match := re.fullmatch(f"{API}/issue/([^/]+)", path):
+        if match := re.fullmatch(r"/issue/([^/]+)/comment", path):
+            if method == "POST":
+                return self._add_comment(match.group(1), payload, user, version)
+            return self._comments(request, match.group(1), version) if method == "GET" else None
+        if match := re.fullmatch(r"/issue/([^/]+)/transitions", path):
+            if method == "POST":
+                return self._transition(match.group(1), payload)
+            return self._transitions(request, match.group(1)) if method == "GET" else None
+        if (match := re.fullmatch(r"/issue/([^/]+)/assignee", path)) and method == "PUT":
+            return self._assign(match.group(1), payload)
+        if match := re.fullmatch(r"/issue/([^/]+)", path):
+            if method == "PUT":
+                return self._edit(match.group(1), payload, version)
             if method != "GET":
                 return error(405, [f"{method} is not supported here."])
-            return self._get_issue(request, match.group(1))
-        if re.fullmatch(f"{API}/issue", path):
+            return self._get_issue(request, match.group(1), version)
+        if path == "/issue":
             if method != "POST":
                 return error(405, [f"{method} is not supported here."])
-            return self._create_issue(request, payload, user)
-        if re.fullmatch(f"{API}/search/jql", path) and method in {"GET", "POST"}:
+            return self._create_issue(request, payload, user, version)
+        if path == "/search/jql" and method in {"GET", "POST"}:
             if self.deployment != "Cloud":
                 return error(404, ["null for uri: " + str(request.url)])
             return self._search(request, payload, new_api=True, user=user)
-        if re.fullmatch(f"{API}/search", path) and method in {"GET", "POST"}:
+        if path == "/search" and method in {"GET", "POST"}:
             if self.deployment == "Cloud":
                 return error(
                     410,
@@ -281,22 +340,33 @@ class FakeJira(IssueMethods, FaultMethods, StopsOnExit):
                     ],
                 )
             return self._search(request, payload, new_api=False, user=user)
-        if re.fullmatch(f"{API}/field", path) and method == "GET":
+        if path in ("/user/search", "/user/assignable/search") and method == "GET":
+            return self._search_users(request, assignable="assignable" in path)
+        if path == "/issueLinkType" and method == "GET":
+            return self._link_types()
+        if path == "/issueLink" and method == "POST":
+            return self._link(payload)
+        return self._other(request, path, method, user)
+
+    def _other(
+        self, request: Request, path: str, method: str, user: dict[str, Any]
+    ) -> Response | None:
+        if path == "/field" and method == "GET":
             return JSONResponse(field_listing(self.required_fields))
-        if re.fullmatch(f"{API}/project", path) and method == "GET":
+        if path == "/project" and method == "GET":
             return JSONResponse([self._project_json(request, p) for p in self.projects.values()])
-        if match := re.fullmatch(f"{API}/project/([^/]+)", path):
+        if match := re.fullmatch(r"/project/([^/]+)", path):
             project = self._project(match.group(1))
             if project is None:
                 return error(404, [f"No project could be found with key '{match.group(1)}'."])
             return JSONResponse(self._project_json(request, project))
-        if re.fullmatch(f"{API}/priority", path) and method == "GET":
+        if path == "/priority" and method == "GET":
             return JSONResponse(
                 [{"id": str(i + 1), "name": name} for i, name in enumerate(PRIORITIES)]
             )
-        if re.fullmatch(f"{API}/myself", path) and method == "GET":
+        if path == "/myself" and method == "GET":
             return JSONResponse(user)
-        return error(404, [f"fake Jira: no route for {method} {path}"])
+        return None
 
     def _authenticate(self, header: str | None) -> dict[str, Any] | None:
         if not (self.email or self.api_token or self.pat):
@@ -324,38 +394,6 @@ class FakeJira(IssueMethods, FaultMethods, StopsOnExit):
             "serverTime": now(),
             "scmInfo": "fake",
             "serverTitle": "Fake Jira",
-        }
-
-    def _project_json(self, request: Request, project: dict[str, Any]) -> dict[str, Any]:
-        base = str(request.base_url).rstrip("/")
-        return {
-            "self": f"{base}/rest/api/2/project/{project['id']}",
-            "id": project["id"],
-            "key": project["key"],
-            "name": project["name"],
-            "projectTypeKey": "software",
-            "issueTypes": [
-                {"id": str(i + 1), "name": name, "subtask": False}
-                for i, name in enumerate(project["issue_types"])
-            ],
-        }
-
-    def _createmeta(self, request: Request) -> dict[str, Any]:
-        keys = ",".join(request.query_params.getlist("projectKeys")).split(",")
-        projects = [p for p in self.projects.values() if not keys[0] or p["key"] in keys]
-        return {
-            "projects": [
-                {
-                    "id": p["id"],
-                    "key": p["key"],
-                    "name": p["name"],
-                    "issuetypes": [
-                        {"id": str(i + 1), "name": name, "subtask": False}
-                        for i, name in enumerate(p["issue_types"])
-                    ],
-                }
-                for p in projects
-            ]
         }
 
 

@@ -23,7 +23,9 @@ from the new endpoint or a 410 from the old one switches to the other, once.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -237,6 +239,37 @@ class JiraConnection:
             return True
         return False
 
+    def rest(
+        self,
+        method: str,
+        path: str,
+        *,
+        api: int = 2,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+    ) -> Any:
+        """One request to ``/rest/api/{api}/{path}`` through the client's session (its auth
+        and JiraRetry): the answer's JSON, None when it has no body. Raises what the client
+        raises; run it inside ``call``."""
+        session = self.client()._session  # the library's requests session, as in _new_client
+        response = session.request(
+            method,
+            f"{self.base_url}/rest/api/{api}/{path}",
+            params=params,
+            data=json.dumps(body) if body is not None else None,
+        )
+        return response.json() if response.content else None
+
+    async def blocking(self, work: Callable[[], T]) -> T:
+        """``work`` (blocking client calls) in a worker thread, its retries held to the
+        tool's time limit: for the tools that are coroutines."""
+
+        def bounded() -> T:
+            with deadline(self.time_limit):
+                return work()
+
+        return await asyncio.to_thread(bounded)
+
     def call(
         self,
         request: Callable[[], T],
@@ -244,10 +277,12 @@ class JiraConnection:
         action: str,
         write: bool = False,
         bad_request: str = "issue",
+        not_done: str = "The issue was not created.",
     ) -> T:
         """Run one client call (JiraRetry retries it); every failure becomes a ToolError
-        (or NotFound / OutcomeUnknown for the caller to word)."""
-        not_created = " The issue was not created." if write else ""
+        (or NotFound / OutcomeUnknown for the caller to word). ``not_done`` is what a
+        write's error says of it when Jira surely did not do it."""
+        not_created = f" {not_done}" if write else ""
         try:
             return request()
         except JIRAError as exc:

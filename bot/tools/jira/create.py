@@ -12,8 +12,11 @@ import logging
 import time
 from typing import Any
 
+from jira import JIRAError
+
 from bot.errors import ToolError
-from bot.tools.jira.client import MIN_REQUEST_S, JiraConnection
+from bot.tools.jira.client import MIN_REQUEST_S, JiraConnection, deadline
+from bot.tools.jira.errors import OutcomeUnknown
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +62,50 @@ def issue_fields(
     if priority and priority.strip():
         fields["priority"] = {"name": priority.strip()}
     return fields
+
+
+def create_issue(
+    jira: JiraConnection, project: str, attempts: list[dict[str, Any]], marker: str
+) -> dict[str, Any]:
+    """Create the issue with the first of ``attempts`` (its fields) that Jira takes: one
+    Jira refuses for its reporter (400 naming the field: the bot may not set it) gives way
+    to the next, and the result says so (``reporter_refused``). An answer lost is looked up
+    by ``marker``, never sent again."""
+    client = jira.client()
+    refused = False
+
+    def create() -> Any:
+        nonlocal refused
+        for number, fields in enumerate(attempts, 1):
+            try:
+                return client.create_issue(fields=fields, prefetch=False)
+            except JIRAError as exc:
+                if number == len(attempts) or not _refuses_reporter(exc):
+                    raise
+                refused = True
+        raise AssertionError("no attempt")  # the last attempt returns or raises
+
+    with deadline(jira.time_limit) as until:
+        try:
+            issue = jira.call(create, action=f"create an issue in {project}", write=True)
+        except OutcomeUnknown as unknown:
+            return recover_create(jira, project, marker, unknown.reason, until)
+    key = (issue.raw or {}).get("key") or issue.key
+    log.info("jira: created %s", key)
+    result: dict[str, Any] = {"key": key, "url": jira.issue_url(key)}
+    if refused:
+        result["reporter_refused"] = True
+    return result
+
+
+def _refuses_reporter(exc: JIRAError) -> bool:
+    if exc.status_code != 400 or exc.response is None:
+        return False
+    try:
+        errors = exc.response.json().get("errors")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(errors, dict) and "reporter" in errors
 
 
 def recover_create(

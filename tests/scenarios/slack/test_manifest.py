@@ -65,6 +65,9 @@ EVENT_SCOPES: dict[str, set[str]] = {
 #: used with the token outside the Web API's methods: the files attached to a question are
 #: downloaded from their url_private
 FILE_DOWNLOADS = {"files:read"}
+#: what a method gives only with a scope of its own: users.info's profile.email (who asked
+#: a Jira write; a Slack mention matched to a Jira user)
+FIELD_SCOPES = {"users:read.email"}
 
 
 def listed_under(text: str, key: str) -> set[str]:
@@ -106,7 +109,7 @@ def test_the_manifest_asks_only_for_what_the_bot_uses() -> None:
     assert events == set(EVENT_SCOPES)
 
     needed = set().union(*(METHOD_SCOPES[m] for m in methods_called()))
-    needed |= set().union(*(EVENT_SCOPES[e] for e in events)) | FILE_DOWNLOADS
+    needed |= set().union(*(EVENT_SCOPES[e] for e in events)) | FILE_DOWNLOADS | FIELD_SCOPES
     assert listed_under(text, "bot") == needed
     assert "mpim:read" in needed  # conversations.info on a group DM
 
