@@ -21,10 +21,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from bot import telemetry
+from bot.agent.approval import APPROVAL, decide
 from bot.agent.limits import ModelSlots
-from bot.agent.observer import APPROVAL, UNOBSERVED, TurnObserver
+from bot.agent.memory import fewer_turns, repair
+from bot.agent.observer import UNOBSERVED, TurnObserver
 from bot.agent.tokens import count_message
-from bot.agent.window import repair, select_window
 from bot.errors import ModelError, ModelTimeout
 from bot.llm.base import ChatModel, TextSink
 from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall, ToolSpec
@@ -77,13 +78,14 @@ class Conversation:
         if self.trimmed or not self.history:
             return False
         self.trimmed = True
-        self.history = select_window(self.history, sum(m.tokens for m in self.history) // 4)
+        self.history = fewer_turns(self.history)
         return True
 
 
 @dataclass
 class Loop:
-    """The loop's fixed parts: model, tools, system message, round cap and deadline."""
+    """The loop's fixed parts: model, tools, system message, round cap and deadline, and
+    the bot's own write approval (WRITE_APPROVAL: off where not given)."""
 
     model: ChatModel
     registry: ToolRegistry
@@ -92,6 +94,8 @@ class Loop:
     deadline_s: float = 300.0
     #: model requests in flight at once (None: no limit)
     slots: ModelSlots | None = None
+    #: whether a write waits for a person where the channel does not say (WRITE_APPROVAL)
+    write_approval: bool = False
 
     async def run(
         self,
@@ -141,7 +145,7 @@ class Loop:
                 return
             calls = tuple(self._marked(call, state) for call in reply.tool_calls)
             assistant = _counted(Message.assistant(reply.content, calls, reply.replay))
-            decisions = await self._decide(calls, turn)
+            decisions = self._decide(calls, state)
             if any(d.action == "interrupt" for d in decisions.values()):
                 state.outcome, state.pending = Outcome.AWAITING_APPROVAL, assistant
                 return
@@ -155,15 +159,19 @@ class Loop:
             return dataclasses.replace(call, marker=f"bot-{secrets.token_hex(5)}")
         return call
 
-    async def _decide(self, calls: Sequence[ToolCall], turn: _Turn) -> dict[str, Decision]:
-        decisions = {}
-        for call in calls:
-            # a tool the channel does not offer is refused when it runs, never asked about
-            writes = self.registry.writes(call.name) and turn.state.channel.offers(call.name)
-            decisions[call.id] = (
-                await turn.observer.decide(turn.state, call) if writes else APPROVAL
+    def _decide(self, calls: Sequence[ToolCall], state: TurnState) -> dict[str, Decision]:
+        """The approval rule (bot.agent.approval) for each call of a round."""
+        channel = state.channel
+        # a tool the channel does not offer is refused when it runs, never asked about
+        return {
+            call.id: decide(
+                self.registry.writes(call.name) and channel.offers(call.name),
+                channel,
+                self.write_approval,
+                state.external,
             )
-        return decisions
+            for call in calls
+        }
 
     async def _complete(
         self, system: str, messages: list[Message], specs: Sequence[ToolSpec], turn: _Turn
