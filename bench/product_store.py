@@ -109,11 +109,10 @@ def _product() -> Any:
     if _B is None:
         from types import SimpleNamespace
 
-        from bot.agent.conversations import clean_text
         from bot.agent.memory import select_window
         from bot.agent.tokens import count_message
         from bot.jobs import open_jobs
-        from bot.messages import Message, Outcome, Usage, utcnow
+        from bot.messages import Message, Outcome, Usage, clean_text, utcnow
         from bot.store import migrate
         from bot.store.db import create_engines
         from bot.store.journal import NEWEST_POSITION

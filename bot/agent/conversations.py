@@ -31,7 +31,6 @@ from bot.messages import (
     ToolCall,
     clean_text,
     utcnow,
-    with_references,
 )
 from bot.store.history import HistoryStore
 from bot.store.turns import TurnStore
@@ -115,18 +114,37 @@ class Conversations:
         stored, goes on from its journal, or its stored reply is returned; the question is
         never stored twice. Never raises for model, tool or database failures: they become
         a failed Reply."""
-        with telemetry.turn(incoming.channel_id):
+        # the turn is one value from here on; its question as the shell gave it, which
+        # the memory makes what is stored and sent (bot.agent.memory)
+        asked = Message(
+            "user",
+            incoming.text,
+            user_id=incoming.user_id,
+            slack_ts=incoming.slack_ts,
+            attachments=incoming.attachments,
+            context=incoming.context,
+        )
+        state = TurnState(
+            channel_id=incoming.channel_id,
+            user_id=incoming.user_id,
+            slack_ts=incoming.slack_ts,
+            model=self.loop.model.model,
+            api_mode=self.loop.model.api,
+            messages=[asked],
+            external=incoming.external,
+        )
+        with telemetry.turn(state.channel_id):
             try:
-                if resumed and incoming.slack_ts:
+                if resumed and state.slack_ts:
                     found = await self.turns.find(
-                        incoming.channel_id, incoming.slack_ts, self.memory.budget
+                        state.channel_id, state.slack_ts, self.memory.budget
                     )
                     if found is not None:
-                        found.external = incoming.external
+                        found.external = state.external
                         return await self._found_again(found, observer)
-                return await self._new(incoming, observer)
+                return await self._new(state, observer)
             except StoreError:
-                log.exception("turn in %s failed on the database", incoming.channel_id)
+                log.exception("turn in %s failed on the database", state.channel_id)
                 telemetry.turn_failed("database")
                 return Reply(STORE_FAILED, ok=False, outcome=Outcome.ERROR)
 
@@ -210,28 +228,15 @@ class Conversations:
 
     # -- turns --------------------------------------------------------------------------
 
-    async def _new(self, incoming: Incoming, observer: TurnObserver) -> Reply:
+    async def _new(self, state: TurnState, observer: TurnObserver) -> Reply:
         started = time.perf_counter()
-        text = clean_text(with_references(incoming.text, incoming.attachments))
-        question = Message.user(text).with_(user_id=incoming.user_id, slack_ts=incoming.slack_ts)
-        state = TurnState(
-            channel_id=incoming.channel_id,
-            user_id=incoming.user_id,
-            slack_ts=incoming.slack_ts,
-            model=self.loop.model.model,
-            api_mode=self.loop.model.api,
-            messages=[question],
-            external=incoming.external,
-        )
         try:
             if self.per_person is not None:
-                await self.per_person.admit(incoming.user_id)
+                await self.per_person.admit(state.user_id)
         except TurnRefused as refused:  # stored, not answered
             state.fail(refused)
-        await self.memory.prepare(state, incoming.context)
+        await self.memory.prepare(state)
         telemetry.turn_began(state.id)
-        # the files go to the model with this turn only (the stored question names them)
-        state.messages[0] = state.messages[0].with_(attachments=incoming.attachments)
         if state.outcome == Outcome.ERROR:
             return await self._finish(state, observer, started)
         return await self._run(state, observer, started)

@@ -11,13 +11,10 @@ of that run carries before the turn's own messages:
   begins (bot.store.turns).
 
 The stores give rows and values and run none of this. A summary covers its channel from its
-first summarised message to its last: making one, or rebuilding one after a deletion made
-the old ones stale, summarises the whole span not yet covered, in as many requests as it
-takes (each within a turn request's size, chained on the one before), at most
-SUMMARY_REQUESTS in one turn; the rest is summarised at the next turns, the turn having the
-window alone meanwhile. The window is cut to half the budget when a summary is made, so the
-next one is made only once a quarter of the budget or more has left it again. A summary
-request that fails leaves the turn with what it had without it.
+first summarised message to its last; making or rebuilding one summarises the whole span
+not covered, in as many requests as it takes, at most SUMMARY_REQUESTS a turn (the rest at
+the next turns, the window alone meanwhile). The window is cut to half the budget when a
+summary is made, so the next one is made once a quarter of the budget has left it again.
 """
 
 from __future__ import annotations
@@ -34,7 +31,7 @@ from bot.agent.tokens import count_message, count_text, fits
 from bot.context import Context, ContextLine
 from bot.errors import ModelError, StoreError
 from bot.llm.base import ChatModel
-from bot.messages import Message, Outcome, Summary, utcnow
+from bot.messages import Message, Outcome, Summary, clean_text, utcnow, with_references
 from bot.store.summaries import SummaryStore
 from bot.store.threads import ThreadStore
 from bot.store.turns import TurnStore
@@ -97,17 +94,20 @@ class Memory:
         self.slots = slots
         self.timeout_s = timeout_s
 
-    async def prepare(self, state: TurnState, thread: Context | None = None) -> None:
+    async def prepare(self, state: TurnState) -> None:
         """What the run's requests carry before the turn's own messages, into
         ``state.history``: the channel's summary and its window. A new turn (not stored
-        yet) is begun first: its question (``state.messages[0]``, plain text) is stored
-        with the messages of ``thread`` the history does not hold, and the channel's window,
+        yet) is begun first: its question (``state.messages[0]``, as the shell gave it) is
+        made what is stored and sent (``_question``), and stored as the channel's window,
         settings and newest summary are read (bot.store.turns). A turn that will ask the
         model nothing (refused: its outcome set) is only stored. Raises StoreError when the
         turn cannot be begun."""
         if state.id is None:
-            state.messages[0] = await self._question(state, thread or Context())
+            given = state.messages[0]
+            state.messages[0] = await self._question(state.channel_id, given)
             await self.turns.begin(state, self.budget, INTERRUPTED_RESULT)
+            # the files go to the model with this turn only (the stored question names them)
+            state.messages[0] = state.messages[0].with_(attachments=given.attachments)
         if state.outcome != Outcome.RUNNING:
             return
         summary = None
@@ -120,17 +120,17 @@ class Memory:
         left = self.budget - sum(m.tokens for m in note)
         state.history = [*note, *select_window(_after(state.history, summary), left)]
 
-    # -- the question asked in a thread --------------------------------------------------
-
-    async def _question(self, state: TurnState, thread: Context) -> Message:
-        """The turn's question as stored and sent: with the thread's messages the channel's
+    async def _question(self, channel_id: str, given: Message) -> Message:
+        """The turn's question as stored and sent: its text cleaned, its files named, and
+        the messages of the thread it was asked in (``given.context``) that the channel's
         history does not hold, the newest within THREAD_CONTEXT_TOKENS; its tokens counted."""
-        asked = state.messages[0]
-        if self.thread_tokens > 0 and thread.lines:
+        text = clean_text(with_references(given.content or "", given.attachments))
+        asked = Message.user(text).with_(user_id=given.user_id, slack_ts=given.slack_ts)
+        thread = given.context
+        if self.thread_tokens > 0 and thread is not None and thread.lines:
             ts = [line.ts for line in thread.lines]
-            context = self._cut(thread, await self.threads.held(state.channel_id, ts))
+            context = self._cut(thread, await self.threads.held(channel_id, ts))
             if context:
-                text = asked.content or ""
                 asked = asked.with_(content=context.around(text), context=context, asked=text)
         return asked.with_(tokens=count_message(asked))
 
@@ -149,8 +149,6 @@ class Memory:
             kept.append(line)
         left_out = context.left_out + len(lines) - len(kept)
         return Context(tuple(reversed(kept)), left_out)
-
-    # -- the summary ---------------------------------------------------------------------
 
     async def _summary(self, store: SummaryStore, state: TurnState) -> Summary | None:
         """The summary the run carries: the newest, made anew first when it and the
