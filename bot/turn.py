@@ -64,7 +64,7 @@ class TurnState:
     paused_at: datetime | None = None
     #: where the shell shows the turn's buttons (opaque here)
     card: dict[str, str] | None = None
-    #: the final answer of this stretch, once there is one
+    #: the final answer of this run of the turn, once there is one
     answer: str | None = None
     #: what people said of its answer (read for review)
     feedback: list[Feedback] = field(default_factory=list)

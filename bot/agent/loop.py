@@ -59,7 +59,7 @@ CHANNEL_INSTRUCTIONS = (
 
 @dataclass
 class Conversation:
-    """What a stretch of a turn sends the model: the older ``history`` (what a trim may
+    """What a run of a turn sends the model: the older ``history`` (what a trim may
     drop, oldest first) and the turn's own messages (its question and its rounds: never
     dropped; a journal cut short by a crash is sent repaired)."""
 
@@ -284,7 +284,7 @@ class Loop:
 
 @dataclass
 class _Turn:
-    """One stretch of a turn as the loop runs it: its state, its observer, its journal."""
+    """One run of a turn as the loop runs it: its state, its observer, its journal."""
 
     state: TurnState
     observer: TurnObserver

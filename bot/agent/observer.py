@@ -16,7 +16,7 @@ from bot.turn import TurnState
 
 
 class TurnObserver:
-    """Hooks into one stretch of a turn; subclass and override what you need."""
+    """Hooks into one run of a turn; subclass and override what you need."""
 
     #: the model's text is streamed to ``on_text`` as it is written (else it comes whole)
     streams_text: bool = False
@@ -37,7 +37,7 @@ class TurnObserver:
         """One call ended, failed or not; told as each ends."""
 
     async def on_end(self, state: TurnState) -> None:
-        """The stretch ended: answered, paused, capped or failed (``state.outcome``)."""
+        """The run ended: answered, paused, capped or failed (``state.outcome``)."""
 
 
 #: the observer of a turn nobody watches
