@@ -54,12 +54,13 @@ class ThreadStore:
     @store_errors
     async def held(self, channel_id: str, ts: Iterable[str]) -> set[str]:
         """Which of the Slack messages ``ts`` the channel's stored history holds: as a
-        message of its own, or in the context of a question (one statement)."""
+        message of its own, or in the context of a question (one statement, read as a turn
+        begins: see Engines.read)."""
         wanted = set(ts)
         if not wanted:
             return set()
         params = {"channel": channel_id, "wanted": sorted(wanted)}
-        rows = await self.engines.statement(lambda c: c.execute(HELD, params).all())
+        rows = await self.engines.read(lambda c: c.execute(HELD, params).all())
         held = {own for own, _ in rows if own is not None}
         for _, context in rows:
             if context is not None:
