@@ -14,7 +14,8 @@ project checkout (package ``bot``, installed into the bench venv). Per turn the 
    inserts the turn row and the user's message: on SQLite ONE transaction, on PostgreSQL
    ONE statement (the turn's INSERT a CTE of the message's) with no transaction around it
    (a channel with a turn cut short: one transaction that also marks it interrupted);
-3. ``select_window(state.history, budget)``: whole turns within the budget, repaired;
+3. ``select_window(state.history, budget)``: whole turns within the budget, repaired (what
+   ``bot.agent.memory.Memory.prepare`` does with summaries off);
 4. the model's messages (tool call, tool result, answer), each counted
    (``bot.agent.loop._counted``);
 5. ``TurnStore.save(state)``: the assistant message that asks for the call,
@@ -108,11 +109,10 @@ def _product() -> Any:
     if _B is None:
         from types import SimpleNamespace
 
-        from bot.agent.conversations import clean_text
+        from bot.agent.memory import select_window
         from bot.agent.tokens import count_message
-        from bot.agent.window import select_window
         from bot.jobs import open_jobs
-        from bot.messages import Message, Outcome, Usage, utcnow
+        from bot.messages import Message, Outcome, Usage, clean_text, utcnow
         from bot.store import migrate
         from bot.store.db import create_engines
         from bot.store.journal import NEWEST_POSITION

@@ -20,19 +20,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bot.agent.conversations import Conversations, Incoming
+from bot.agent.conversations import Incoming
 from bot.agent.loop import Loop
-from bot.agent.memory import SUMMARY_PROMPT, Memory
+from bot.agent.memory import SUMMARY_PROMPT
 from bot.agent.tokens import count_message, count_text
+from bot.config import ConversationSettings
 from bot.llm.scripted import Request, ScriptedModel
 from bot.store.db import create_engines
-from bot.store.history import HistoryStore
 from bot.store.migrate import upgrade
-from bot.store.summaries import SummaryStore
-from bot.store.turns import TurnStore
-from bot.store.window import Windows
 from bot.tools.base import ToolRegistry
 from bot.tools.clock import get_current_time
+from bot.wiring import build_conversations
 
 WORDS = (
     "the customer asked about the renewal of their contract and the open tickets on the "
@@ -71,16 +69,11 @@ def measure(turns: int, budget: int, summaries: bool, directory: Path) -> tuple[
 
 async def run(turns: int, budget: int, summaries: bool, url: str) -> tuple[int, int]:
     engines = create_engines(url)
-    model, registry, windows = Model(budget), ToolRegistry(), Windows()
+    model, registry = Model(budget), ToolRegistry()
     registry.add(get_current_time)
-    memory = Memory(SummaryStore(engines), model, budget) if summaries else None
-    conversations = Conversations(
-        TurnStore(engines, windows),
-        HistoryStore(engines, windows),
-        Loop(model, registry, "You are a work assistant in Slack. " + text(60, 0)),
-        budget,
-        memory=memory,
-    )
+    loop = Loop(model, registry, "You are a work assistant in Slack. " + text(60, 0))
+    settings = ConversationSettings(HISTORY_TOKEN_BUDGET=budget, HISTORY_SUMMARY=summaries)
+    conversations = build_conversations(engines, loop, settings)
     try:
         for turn in range(turns):
             model.then(model.reply, model.reply)

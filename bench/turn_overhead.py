@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
 
-from sqlalchemy import insert
+from sqlalchemy import func, insert, select
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -33,12 +33,16 @@ from bot.agent.conversations import Incoming
 from bot.config import load_settings
 from bot.messages import Message, ModelReply, ToolCall, ToolSpec, Usage, utcnow
 from bot.store.migrate import upgrade
-from bot.store.models import MessageRow, TurnRow
+from bot.store.models import MessageRow, SummaryRow, TurnRow
 from bot.wiring import build_services
 from tests.postgres import fresh_database
 
 SIZES = (0, 1_000, 10_000, 100_000)
 CHANNEL = "CBENCH"
+#: a seeded history longer than this many messages (the default budget's worth) comes with
+#: a summary of all but its newest KEPT_WHOLE, as a running bot leaves a channel
+SUMMARISED_PAST = 600
+KEPT_WHOLE = 300
 
 
 class InstantModel:
@@ -57,7 +61,8 @@ class InstantModel:
 
 
 async def seed(engines, count: int) -> None:  # type: ignore[no-untyped-def]
-    """``count`` messages in the channel: user/assistant pairs, each pair one turn."""
+    """``count`` messages in the channel: user/assistant pairs, each pair one turn; past
+    SUMMARISED_PAST, a summary of all but the newest KEPT_WHOLE."""
     start = utcnow() - timedelta(days=30)
     batch = 10_000
     async with engines.writes.begin() as session:
@@ -99,6 +104,18 @@ async def seed(engines, count: int) -> None:  # type: ignore[no-untyped-def]
                         }
                     )
             await session.execute(insert(MessageRow), rows)
+        if count > SUMMARISED_PAST:  # as a running bot leaves it: what left the window summarised
+            mine = MessageRow.channel_id == CHANNEL
+            first = await session.scalar(select(func.min(MessageRow.id)).where(mine))
+            last = await session.scalar(
+                select(MessageRow.id).where(mine, MessageRow.position == count - KEPT_WHOLE)
+            )
+            summary = {"text": "Earlier: " + "words " * 150, "tokens": 160}
+            await session.execute(
+                insert(SummaryRow).values(
+                    channel_id=CHANNEL, first_message_id=first, last_message_id=last, **summary
+                )
+            )
 
 
 async def measure(database_url: str, size: int, turns: int) -> list[float]:

@@ -64,14 +64,17 @@ class TurnState:
     paused_at: datetime | None = None
     #: where the shell shows the turn's buttons (opaque here)
     card: dict[str, str] | None = None
-    #: the final answer of this stretch, once there is one
+    #: the final answer of this run of the turn, once there is one
     answer: str | None = None
     #: what people said of its answer (read for review)
     feedback: list[Feedback] = field(default_factory=list)
     #: its channel's own settings, as read when the turn began or was loaded (never saved)
     channel: ChannelSettings = field(default=NO_SETTINGS, repr=False)
-    #: its channel's newest summary of what fell out of the window, read with it (never saved)
+    #: its channel's newest summary of what left the window, read with it (never saved)
     summary: Summary | None = field(default=None, repr=False)
+    #: it runs for someone of another workspace (a shared channel): no write runs for them
+    #: (set by each run's caller, never saved)
+    external: bool = field(default=False, repr=False)
     #: the store's: the position of the channel's newest stored message
     position: int | None = field(default=None, repr=False)
 

@@ -17,7 +17,7 @@ from bot.agent.memory import Memory
 from bot.agent.prompt import DEFAULT_SYSTEM_PROMPT
 from bot.agent.sessions import Sessions
 from bot.agent.threads import Threads
-from bot.config import Settings
+from bot.config import ConversationSettings, Settings
 from bot.jobs import open_jobs
 from bot.jobs.runner import Jobs
 from bot.llm.base import ChatModel, ModelOptions
@@ -42,7 +42,8 @@ from bot.tools.mcp import mcp_servers
 @dataclass
 class Services:
     """What the shells use: turns (``conversations``), the channels' work (``jobs``), the
-    stored sessions (``sessions``), each channel's own settings (``channels``) and, with
+    stored sessions (``sessions``), each channel's own settings (``channels``), the
+    threads the bot answers in (``threads``: follow-ups, people's names) and, with
     ADMIN_TOKEN set, the admin pages' logins."""
 
     settings: Settings
@@ -53,6 +54,7 @@ class Services:
     sessions: Sessions
     jobs: Jobs
     channels: Channels
+    threads: Threads
     admin_logins: AdminLogins | None = None
     #: who people are, for the tools: a shell plugs its directory in (``People.use``)
     people: People = field(default_factory=People)
@@ -121,14 +123,47 @@ def build_channels(
     return Channels(ChannelSettingsStore(engines), settings.jira.allowed_projects, names)
 
 
+def build_conversations(
+    engines: Engines,
+    loop: Loop,
+    settings: ConversationSettings,
+    *,
+    windows: Windows | None = None,
+    channels: Channels | None = None,
+    per_person: PerPerson | None = None,
+    approval_timeout: timedelta = timedelta(days=1),
+) -> Conversations:
+    """Conversations and its parts: the stores (sharing the channels' kept ``windows``),
+    what turns carry of the past (Memory: summaries, the window, thread context), and the
+    threads the bot answers in."""
+    windows = windows or Windows()
+    turns, threads = TurnStore(engines, windows), ThreadStore(engines, windows)
+    memory = Memory(
+        turns,
+        threads,
+        loop.model,
+        settings.HISTORY_TOKEN_BUDGET,
+        summaries=SummaryStore(engines) if settings.HISTORY_SUMMARY else None,
+        thread_tokens=settings.THREAD_CONTEXT_TOKENS,
+        slots=loop.slots,  # summary requests take a slot as every request does
+    )
+    return Conversations(
+        turns,
+        HistoryStore(engines, windows),
+        loop,
+        memory,
+        Threads(threads, channels, settings.FOLLOW_UPS),
+        per_person=per_person,
+        approval_timeout=approval_timeout,
+    )
+
+
 def build_services(settings: Settings, *, model: ChatModel | None = None) -> Services:
     """Everything a shell needs, from the settings. ``model`` replaces the OpenAI one
     (benchmarks use an in-process model)."""
     limits = settings.limits
     telemetry.capture_content(settings.telemetry.OTEL_CAPTURE_CONTENT)
     engines = create_engines(settings.store.DATABASE_URL)
-    windows = Windows()
-    history = HistoryStore(engines, windows)
     people = People()
     registry = build_registry(settings, engines, people)
     channels = build_channels(settings, engines, registry)
@@ -140,19 +175,15 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         max_rounds=limits.MAX_TOOL_ROUNDS,
         deadline_s=limits.TURN_DEADLINE_S,
         slots=ModelSlots(limits.MAX_CONCURRENT_TURNS),
+        write_approval=settings.conversation.WRITE_APPROVAL,
     )
-    conversations = Conversations(
-        TurnStore(engines, windows),
-        history,
+    conversations = build_conversations(
+        engines,
         loop,
-        settings.store.HISTORY_TOKEN_BUDGET,
-        approval_timeout=timedelta(seconds=limits.APPROVAL_TIMEOUT_S),
-        per_person=PerPerson(limits.RATE_LIMIT_PER_USER),
+        settings.conversation,
         channels=channels,
-        threads=Threads(ThreadStore(engines, windows), settings.slack.THREAD_CONTEXT_TOKENS),
-        memory=Memory(SummaryStore(engines), chat_model, settings.store.HISTORY_TOKEN_BUDGET)
-        if settings.store.HISTORY_SUMMARY
-        else None,
+        per_person=PerPerson(limits.RATE_LIMIT_PER_USER),
+        approval_timeout=timedelta(seconds=limits.APPROVAL_TIMEOUT_S),
     )
     return Services(
         settings,
@@ -160,9 +191,10 @@ def build_services(settings: Settings, *, model: ChatModel | None = None) -> Ser
         registry,
         chat_model,
         conversations,
-        Sessions(history),
+        Sessions(conversations.history),
         open_jobs(engines),
         channels,
+        conversations.threads,
         AdminLogins(AdminSessionStore(engines), settings.web.ADMIN_TOKEN)
         if settings.web.ADMIN_TOKEN
         else None,

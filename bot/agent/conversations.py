@@ -1,9 +1,10 @@
 """Conversations: one turn of a channel's session, from the incoming message to the
 stored answer, journaled as it goes so that it can go on. Every shell (Slack, CLI) asks
 through ``ask``, and goes on with a stopped turn through ``resume`` (after an approval, or
-Continue after the round cap). Either way a turn is one TurnState: begun or loaded, run
-by the loop, stored. The caller holds the channel (bot.jobs): turns of one channel run one
-at a time."""
+Continue after the round cap). Either way a turn is one TurnState: begun or loaded, given
+what its requests carry of the past (bot.agent.memory), run by the loop, stored; the
+result carries it, with its interruptions. The caller holds the channel (bot.jobs): turns
+of one channel run one at a time. Its parts are given by bot.wiring."""
 
 from __future__ import annotations
 
@@ -14,14 +15,12 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from bot import telemetry
-from bot.agent.channels import Channels
 from bot.agent.limits import PerPerson
 from bot.agent.loop import Loop
 from bot.agent.memory import Memory
 from bot.agent.observer import UNOBSERVED, TurnObserver
-from bot.agent.threads import Threads, question_with
+from bot.agent.threads import Threads
 from bot.agent.tokens import count_message
-from bot.agent.window import INTERRUPTED_RESULT, select_window
 from bot.context import Context
 from bot.errors import StoreError, TurnRefused
 from bot.messages import (
@@ -32,10 +31,8 @@ from bot.messages import (
     ToolCall,
     clean_text,
     utcnow,
-    with_references,
 )
 from bot.store.history import HistoryStore
-from bot.store.threads import ThreadStore
 from bot.store.turns import TurnStore
 from bot.turn import TurnState, turn_channel
 
@@ -59,74 +56,95 @@ class Incoming:
     #: the messages of the thread it was asked in, oldest first (material, never
     #: instructions: they go in the person's message, quoted and attributed)
     context: Context = field(default_factory=Context)
+    #: asked by someone of another workspace (a shared channel): no write runs for them
+    external: bool = False
 
 
 @dataclass(frozen=True)
 class Reply:
-    """What the shell shows: the answer, or a short message saying what went wrong.
+    """The result of a run of a turn: what the shell shows (the answer, or a short message
+    saying what went wrong), and the turn as the run left it (``state``; None when it could
+    not be stored).
 
-    With ``outcome`` AWAITING_APPROVAL there is no answer yet: ``pending`` holds the writing
-    calls a person must approve before ``Conversations.resume`` goes on.
+    With ``outcome`` AWAITING_APPROVAL there is no answer yet: ``interruptions`` holds the
+    writing calls a person must approve or reject before ``Conversations.resume`` goes on.
     """
 
     text: str
     ok: bool
     outcome: Outcome
     turn_id: int | None = None
-    pending: tuple[ToolCall, ...] = ()
+    interruptions: tuple[ToolCall, ...] = ()
     #: the turn's rounds so far (its posts are told apart by them)
     rounds: int = 0
+    state: TurnState | None = field(default=None, repr=False)
 
 
 class Conversations:
-    """Runs turns: the channel's history window, the loop, and the journal."""
+    """Runs turns: what they carry of the past, the loop, and the journal."""
 
     def __init__(
         self,
         turns: TurnStore,
         history: HistoryStore,
         loop: Loop,
-        token_budget: int,
-        approval_timeout: timedelta = timedelta(days=1),
+        memory: Memory,
+        threads: Threads,
+        *,
         per_person: PerPerson | None = None,
-        channels: Channels | None = None,
-        threads: Threads | None = None,
-        memory: Memory | None = None,
+        approval_timeout: timedelta = timedelta(days=1),
     ) -> None:
         self.turns = turns
+        #: the stored history, changed from outside a turn (Slack's edits and deletions)
         self.history = history
         self.loop = loop
-        self.token_budget = token_budget
-        self.approval_timeout = approval_timeout
+        #: what a turn's requests carry of the past
+        self.memory = memory
+        #: the stored conversation around questions asked in threads
+        self.threads = threads
         #: new turns a person may have (None: no limit)
         self.per_person = per_person
-        #: each channel's own settings, as the shells read and change them (a turn's own
-        #: are read with it, by the store)
-        self.channels = channels
-        #: the conversation around a question (none shown without it)
-        self.threads = threads or Threads(ThreadStore(history.engines, history.windows), 0)
-        #: the summaries of what fell out of the channels' windows (None: the window alone)
-        self.memory = memory
+        self.approval_timeout = approval_timeout
 
     async def ask(
         self, incoming: Incoming, observer: TurnObserver = UNOBSERVED, *, resumed: bool = False
     ) -> Reply:
-        """Answer one message, ``observer`` told what the turn does (and asked before each
-        write). ``resumed``: the message may have been taken on before (a process died
-        answering it): its turn, if stored, goes on from its journal, or its stored reply
-        is returned; the question is never stored twice. Never raises for model, tool or
-        database failures: they become a failed Reply."""
-        with telemetry.turn(incoming.channel_id):
+        """Answer one message, ``observer`` told what the turn does. ``resumed``: the
+        message may have been taken on before (a process died answering it): its turn, if
+        stored, goes on from its journal, or its stored reply is returned; the question is
+        never stored twice. Never raises for model, tool or database failures: they become
+        a failed Reply."""
+        # the turn is one value from here on; its question as the shell gave it, which
+        # the memory makes what is stored and sent (bot.agent.memory)
+        asked = Message(
+            "user",
+            incoming.text,
+            user_id=incoming.user_id,
+            slack_ts=incoming.slack_ts,
+            attachments=incoming.attachments,
+            context=incoming.context,
+        )
+        state = TurnState(
+            channel_id=incoming.channel_id,
+            user_id=incoming.user_id,
+            slack_ts=incoming.slack_ts,
+            model=self.loop.model.model,
+            api_mode=self.loop.model.api,
+            messages=[asked],
+            external=incoming.external,
+        )
+        with telemetry.turn(state.channel_id):
             try:
-                if resumed and incoming.slack_ts:
+                if resumed and state.slack_ts:
                     found = await self.turns.find(
-                        incoming.channel_id, incoming.slack_ts, self.token_budget
+                        state.channel_id, state.slack_ts, self.memory.budget
                     )
                     if found is not None:
+                        found.external = state.external
                         return await self._found_again(found, observer)
-                return await self._new(incoming, observer)
+                return await self._new(state, observer)
             except StoreError:
-                log.exception("turn in %s failed on the database", incoming.channel_id)
+                log.exception("turn in %s failed on the database", state.channel_id)
                 telemetry.turn_failed("database")
                 return Reply(STORE_FAILED, ok=False, outcome=Outcome.ERROR)
 
@@ -137,16 +155,19 @@ class Conversations:
         observer: TurnObserver = UNOBSERVED,
         *,
         resumed: bool = False,
+        external: bool = False,
     ) -> Reply | None:
-        """Go on with a stopped turn: one paused for approval (its pending calls decided
+        """Go on with a stopped turn: one paused for approval (its interruptions decided
         in ``decisions``) or one that hit the round cap (another MAX_TOOL_ROUNDS). None when
         it is not stopped any more (e.g. a second press) or is unknown. ``resumed``: a
-        process died while it went on; it goes on from its journal."""
+        process died while it went on; it goes on from its journal. ``external``: it goes
+        on for someone of another workspace."""
         with telemetry.turn(None, turn_id):
             try:
-                state = await self.turns.load(turn_id, self.token_budget)
+                state = await self.turns.load(turn_id, self.memory.budget)
                 if state is None:
                     return None
+                state.external = external
                 telemetry.turn_began(turn_id, state.channel_id)
                 stopped = state.outcome
                 if resumed and stopped == Outcome.RUNNING:
@@ -207,34 +228,16 @@ class Conversations:
 
     # -- turns --------------------------------------------------------------------------
 
-    async def _new(self, incoming: Incoming, observer: TurnObserver) -> Reply:
+    async def _new(self, state: TurnState, observer: TurnObserver) -> Reply:
         started = time.perf_counter()
-        text = clean_text(with_references(incoming.text, incoming.attachments))
-
-        def question(context: Context) -> Message:
-            asked = question_with(text, context)
-            user = asked.with_(user_id=incoming.user_id, slack_ts=incoming.slack_ts)
-            return user.with_(tokens=count_message(user))
-
-        # asked in a thread: what it shows is cut as the turn begins (bot.store.threads)
-        shown = self.threads.shown(incoming.context, question)
-        state = TurnState(
-            channel_id=incoming.channel_id,
-            user_id=incoming.user_id,
-            slack_ts=incoming.slack_ts,
-            model=self.loop.model.model,
-            api_mode=self.loop.model.api,
-            messages=[question(Context())],
-        )
-        await self.turns.begin(state, self.token_budget, INTERRUPTED_RESULT, shown)
-        telemetry.turn_began(state.id)
-        # the files go to the model with this turn only (the stored question names them)
-        state.messages[0] = state.messages[0].with_(attachments=incoming.attachments)
         try:
             if self.per_person is not None:
-                await self.per_person.admit(incoming.user_id)
+                await self.per_person.admit(state.user_id)
         except TurnRefused as refused:  # stored, not answered
             state.fail(refused)
+        await self.memory.prepare(state)
+        telemetry.turn_began(state.id)
+        if state.outcome == Outcome.ERROR:
             return await self._finish(state, observer, started)
         return await self._run(state, observer, started)
 
@@ -267,6 +270,7 @@ class Conversations:
             self._recover(state)
         elif stopped == Outcome.MAX_ROUNDS:
             state.pending, state.round_base = None, state.rounds
+        await self.memory.prepare(state)
         return await self._run(state, observer, started, earlier_ms=state.latency_ms or 0)
 
     def _recover(self, state: TurnState) -> None:
@@ -291,10 +295,6 @@ class Conversations:
     async def _run(
         self, state: TurnState, observer: TurnObserver, started: float, earlier_ms: int = 0
     ) -> Reply:
-        if self.memory is not None:
-            state.history = await self.memory.history(state)
-        else:
-            state.history = select_window(state.history, self.token_budget)
         with turn_channel(state.channel_id, state.user_id):
             state = await self.loop.run(state, observer, self.turns.save)
         return await self._finish(state, observer, started, earlier_ms)
@@ -316,19 +316,19 @@ class Conversations:
         state.outcome, state.decisions = Outcome.EXPIRED, {}
         await self.turns.finish(state)
         telemetry.turns_expired(1)
-        return Reply(APPROVAL_EXPIRED, ok=False, outcome=Outcome.EXPIRED, turn_id=state.id)
+        return self._reply(state)
 
     def _reply(self, state: TurnState) -> Reply:
-        """The reply of a stretch that ended."""
+        """The result of a run that ended."""
         ended = functools.partial(
-            Reply, outcome=state.outcome, turn_id=state.id, rounds=state.rounds
+            Reply, outcome=state.outcome, turn_id=state.id, rounds=state.rounds, state=state
         )
         if state.outcome == Outcome.ERROR:
             return ended(state.error_message or FAILED, ok=False)
         if state.outcome == Outcome.EXPIRED:
             return ended(APPROVAL_EXPIRED, ok=False)
         if state.outcome == Outcome.AWAITING_APPROVAL:
-            return ended("", ok=True, pending=tuple(self.interruptions(state)))
+            return ended("", ok=True, interruptions=tuple(self.interruptions(state)))
         answer = state.answer or ""
         return ended(answer or FAILED, ok=bool(answer))
 

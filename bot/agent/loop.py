@@ -21,10 +21,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from bot import telemetry
+from bot.agent.approval import APPROVAL, decide
 from bot.agent.limits import ModelSlots
-from bot.agent.observer import APPROVAL, UNOBSERVED, TurnObserver
+from bot.agent.memory import fewer_turns, repair
+from bot.agent.observer import UNOBSERVED, TurnObserver
 from bot.agent.tokens import count_message
-from bot.agent.window import repair, select_window
 from bot.errors import ModelError, ModelTimeout
 from bot.llm.base import ChatModel, TextSink
 from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall, ToolSpec
@@ -58,7 +59,7 @@ CHANNEL_INSTRUCTIONS = (
 
 @dataclass
 class Conversation:
-    """What a stretch of a turn sends the model: the older ``history`` (what a trim may
+    """What a run of a turn sends the model: the older ``history`` (what a trim may
     drop, oldest first) and the turn's own messages (its question and its rounds: never
     dropped; a journal cut short by a crash is sent repaired)."""
 
@@ -77,13 +78,14 @@ class Conversation:
         if self.trimmed or not self.history:
             return False
         self.trimmed = True
-        self.history = select_window(self.history, sum(m.tokens for m in self.history) // 4)
+        self.history = fewer_turns(self.history)
         return True
 
 
 @dataclass
 class Loop:
-    """The loop's fixed parts: model, tools, system message, round cap and deadline."""
+    """The loop's fixed parts: model, tools, system message, round cap and deadline, and
+    the bot's own write approval (WRITE_APPROVAL: off where not given)."""
 
     model: ChatModel
     registry: ToolRegistry
@@ -92,6 +94,8 @@ class Loop:
     deadline_s: float = 300.0
     #: model requests in flight at once (None: no limit)
     slots: ModelSlots | None = None
+    #: whether a write waits for a person where the channel does not say (WRITE_APPROVAL)
+    write_approval: bool = False
 
     async def run(
         self,
@@ -140,7 +144,7 @@ class Loop:
                 self._finish(reply, conversation, state, capped)
                 return
             calls = tuple(self._marked(call, state) for call in reply.tool_calls)
-            decisions = await self._decide(calls, turn)
+            decisions = self._decide(calls, state)
             if any(d.action == "interrupt" for d in decisions.values()):
                 calls = await self._previewed(calls, decisions)
                 assistant = _counted(Message.assistant(reply.content, calls, reply.replay))
@@ -170,15 +174,19 @@ class Loop:
 
         return tuple(await asyncio.gather(*(previewed(call) for call in calls)))
 
-    async def _decide(self, calls: Sequence[ToolCall], turn: _Turn) -> dict[str, Decision]:
-        decisions = {}
-        for call in calls:
-            # a tool the channel does not offer is refused when it runs, never asked about
-            writes = self.registry.writes(call.name) and turn.state.channel.offers(call.name)
-            decisions[call.id] = (
-                await turn.observer.decide(turn.state, call) if writes else APPROVAL
+    def _decide(self, calls: Sequence[ToolCall], state: TurnState) -> dict[str, Decision]:
+        """The approval rule (bot.agent.approval) for each call of a round."""
+        channel = state.channel
+        # a tool the channel does not offer is refused when it runs, never asked about
+        return {
+            call.id: decide(
+                self.registry.writes(call.name) and channel.offers(call.name),
+                channel,
+                self.write_approval,
+                state.external,
             )
-        return decisions
+            for call in calls
+        }
 
     async def _complete(
         self, system: str, messages: list[Message], specs: Sequence[ToolSpec], turn: _Turn
@@ -291,7 +299,7 @@ class Loop:
 
 @dataclass
 class _Turn:
-    """One stretch of a turn as the loop runs it: its state, its observer, its journal."""
+    """One run of a turn as the loop runs it: its state, its observer, its journal."""
 
     state: TurnState
     observer: TurnObserver

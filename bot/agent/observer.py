@@ -1,31 +1,25 @@
-"""TurnObserver: what a shell is told while a turn runs, and asked before each write.
+"""TurnObserver: what a shell is told while a turn runs.
 
 One object, passed as one argument to ``Conversations.ask`` / ``resume`` and on to the loop.
-Every method does nothing by default (and a write runs): a shell overrides what it shows.
+It only observes (the displays, telemetry): which calls wait for a person is the core's
+rule (bot.agent.approval), and a turn paused for them says so in its result. Every method
+does nothing by default: a shell overrides what it shows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.messages import Decision, ModelReply, ToolCall
+from bot.messages import ModelReply, ToolCall
 from bot.tools.tool import ToolResult
 from bot.turn import TurnState
 
-APPROVAL = Decision("approve")
-INTERRUPTION = Decision("interrupt")
-
 
 class TurnObserver:
-    """Hooks into one stretch of a turn; subclass and override what you need."""
+    """Hooks into one run of a turn; subclass and override what you need."""
 
     #: the model's text is streamed to ``on_text`` as it is written (else it comes whole)
     streams_text: bool = False
-
-    async def decide(self, state: TurnState, call: ToolCall) -> Decision:
-        """Asked before each call of a tool that writes: its approval, its rejection, or an
-        interruption (the turn pauses for a person's approval)."""
-        return APPROVAL
 
     async def on_model_start(self, state: TurnState) -> None:
         """A model request is about to be sent."""
@@ -43,7 +37,7 @@ class TurnObserver:
         """One call ended, failed or not; told as each ends."""
 
     async def on_end(self, state: TurnState) -> None:
-        """The stretch ended: answered, paused, capped or failed (``state.outcome``)."""
+        """The run ended: answered, paused, capped or failed (``state.outcome``)."""
 
 
 #: the observer of a turn nobody watches

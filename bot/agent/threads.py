@@ -1,52 +1,31 @@
 """Threads: the conversation around a question, as the core keeps it. A shell that knows
-threads (Slack) gathers a thread's messages into ``Incoming.context``; here they are cut to
-what the stored history does not hold already and to the token budget, and they follow
-Slack's deletions and edits once stored. It also knows whom the bot answered in which
-thread (their replies there are follow-ups) and people's display names."""
+threads (Slack) gathers a thread's messages into ``Incoming.context``; the turn's question
+shows those the history does not hold (bot.agent.memory), and here the stored ones follow
+Slack's deletions and edits. It also knows whom the bot answered in which thread (their
+replies there are follow-ups, where the channel has them) and people's display names."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from bot.agent.tokens import count_message, count_text, fits
-from bot.context import Context, ContextLine
+from bot.agent.channels import Channels
+from bot.agent.tokens import count_message
+from bot.context import Context
 from bot.messages import Message
-from bot.store.threads import Shown, ThreadStore
+from bot.store.threads import ThreadStore
 
 
 class Threads:
-    """Every method raises StoreError when the database fails."""
+    """Every method raises StoreError when the database fails. ``follow_ups``: FOLLOW_UPS,
+    what a channel whose ``channels`` settings do not say has."""
 
-    def __init__(self, store: ThreadStore, budget: int) -> None:
+    def __init__(
+        self, store: ThreadStore, channels: Channels | None = None, follow_ups: bool = True
+    ) -> None:
         self.store = store
-        #: most tokens of a thread's messages shown with a question (0: none)
-        self.budget = budget
-
-    def shown(self, context: Context, message: Callable[[Context], Message]) -> Shown | None:
-        """What a question asked in a thread shows, for the store to make its message with
-        (``message``, of the context cut) as its turn begins; None when it shows nothing."""
-        if self.budget <= 0 or not context.lines:
-            return None
-        ts = tuple(line.ts for line in context.lines)
-        return Shown(ts, lambda held: message(self.cut(context, held)))
-
-    def cut(self, context: Context, held: set[str]) -> Context:
-        """Of a thread's messages (oldest first), those the channel's stored history does
-        not hold (``held``: their ts), the newest that fit the budget."""
-        lines = [line for line in context.lines if line.ts not in held]
-        rendered = [line.render() for line in lines]
-        if fits("\n\n".join(rendered), self.budget):  # the common case
-            return Context(tuple(lines), context.left_out)
-        kept: list[ContextLine] = []
-        tokens = 0
-        for line, text in zip(reversed(lines), reversed(rendered), strict=True):
-            tokens += count_text(text)
-            if tokens > self.budget:
-                break
-            kept.append(line)
-        left_out = context.left_out + len(lines) - len(kept)
-        return Context(tuple(reversed(kept)), left_out)
+        self.channels = channels
+        self.follow_ups = follow_ups
 
     async def follow_edit(self, channel_id: str, ts: str, text: str) -> int:
         """A message edited in Slack: the stored questions that show it (or are it) read
@@ -90,7 +69,15 @@ class Threads:
         """The bot answered ``user_id`` in that thread: their replies there are follow-ups."""
         await self.store.answered(channel_id, thread_ts, user_id)
 
-    async def was_answered(self, channel_id: str, thread_ts: str, user_id: str) -> bool:
+    async def follows_up(self, channel_id: str, thread_ts: str, user_id: str) -> bool:
+        """Whether a reply without a mention in the thread ``thread_ts`` asks the bot: the
+        channel has follow-ups (its own ``follow_ups``, else FOLLOW_UPS) and the bot
+        answered ``user_id`` there."""
+        follow_ups = None
+        if self.channels is not None:
+            follow_ups = (await self.channels.settings(channel_id)).follow_ups
+        if not (self.follow_ups if follow_ups is None else follow_ups):
+            return False
         return await self.store.was_answered(channel_id, thread_ts, user_id)
 
     async def name_people(self, names: Mapping[str, str]) -> None:
@@ -98,10 +85,3 @@ class Threads:
 
     async def names(self, user_ids: Iterable[str] | None = None) -> dict[str, str]:
         return await self.store.names(user_ids)
-
-
-def question_with(question: str, context: Context) -> Message:
-    """The person's message of a turn: the question, with the thread's messages before it."""
-    if not context:
-        return Message.user(question)
-    return Message.user(context.around(question)).with_(context=context, asked=question)

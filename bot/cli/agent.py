@@ -1,18 +1,21 @@
-"""``bot ask`` and ``bot chat``: the agent core in a terminal, stored as Slack turns are."""
+"""``bot ask`` and ``bot chat``: the agent core in a terminal, stored as Slack turns are. A
+turn that waits for approval (WRITE_APPROVAL, or the channel's ``write_approval``) shows its
+interruptions here: ``bot chat`` asks at the prompt, ``bot ask`` approves them with
+``--approve`` and declines them without; then the turn goes on."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Awaitable, Callable
 
 import click
 
+from bot.agent.approval import APPROVAL
 from bot.agent.conversations import Incoming, Reply
-from bot.agent.observer import APPROVAL, TurnObserver
 from bot.cli.common import prepare_database, settings_for
 from bot.config import Settings
 from bot.messages import Decision, ToolCall
-from bot.turn import TurnState
 from bot.wiring import Services, build_services
 
 
@@ -27,64 +30,53 @@ def ask(channel: str, user_id: str | None, approve: bool, text: tuple[str, ...])
     settings.require("OPENAI_API_KEY", *settings.crm.required)
     prepare_database(settings.store)
     incoming = Incoming(channel, " ".join(text), user_id=user_id)
-    return asyncio.run(_ask(settings, incoming, Decided(settings.slack.WRITE_APPROVAL, approve)))
+    return asyncio.run(_ask(settings, incoming, approved if approve else not_approved))
 
 
 NOT_APPROVED = (
     "Not done: this action changes records and needs approval, which this run did not give "
     "(the person can run `bot ask --approve` to allow it)."
 )
-
-
 NOBODY_TO_ASK = (
     "Not done: this action changes records and needs approval, and nobody at the terminal "
     "could give it."
 )
 REJECTED = Decision.reject("Not done: the person declined this action.")
 
-
-class Decided(TurnObserver):
-    """``bot ask``: where a write needs approval (the channel's ``write_approval``, else
-    WRITE_APPROVAL), it was given in advance (--approve) or it is declined."""
-
-    def __init__(self, approval: bool, approve: bool) -> None:
-        self.approval = approval
-        self.approve = approve
-
-    async def decide(self, state: TurnState, call: ToolCall) -> Decision:
-        if not state.channel.approval(self.approval) or self.approve:
-            return APPROVAL
-        return Decision.reject(NOT_APPROVED)
+#: what the person decides of a call that waits for approval
+Decide = Callable[[ToolCall], Awaitable[Decision]]
 
 
-class AtPrompt(TurnObserver):
-    """``bot chat``: where a write needs approval (the channel's ``write_approval``, else
-    WRITE_APPROVAL), the person at the terminal is asked; with nobody to answer (the input
+async def approved(call: ToolCall) -> Decision:
+    """``bot ask --approve``: approved in advance."""
+    return APPROVAL
+
+
+async def not_approved(call: ToolCall) -> Decision:
+    """``bot ask``: nobody approved it."""
+    return Decision.reject(NOT_APPROVED)
+
+
+async def at_the_prompt(call: ToolCall) -> Decision:
+    """``bot chat``: the person at the terminal is asked; with nobody to answer (the input
     ended) it is declined."""
-
-    def __init__(self, approval: bool) -> None:
-        self.approval = approval
-
-    async def decide(self, state: TurnState, call: ToolCall) -> Decision:
-        if not state.channel.approval(self.approval):
-            return APPROVAL
-        try:
-            arguments = json.dumps(json.loads(call.arguments or "{}"), indent=2, ensure_ascii=False)
-        except json.JSONDecodeError:
-            arguments = call.arguments
-        click.echo(f"The bot wants to run {call.name} with:\n{arguments}")
-        try:
-            answer = await asyncio.to_thread(input, "Allow it? [y/N] ")
-        except EOFError:
-            click.echo()
-            return Decision.reject(NOBODY_TO_ASK)
-        return APPROVAL if answer.strip().lower() in {"y", "yes"} else REJECTED
+    try:
+        arguments = json.dumps(json.loads(call.arguments or "{}"), indent=2, ensure_ascii=False)
+    except json.JSONDecodeError:
+        arguments = call.arguments
+    click.echo(f"The bot wants to run {call.name} with:\n{arguments}")
+    try:
+        answer = await asyncio.to_thread(input, "Allow it? [y/N] ")
+    except EOFError:
+        click.echo()
+        return Decision.reject(NOBODY_TO_ASK)
+    return APPROVAL if answer.strip().lower() in {"y", "yes"} else REJECTED
 
 
-async def _ask(settings: Settings, incoming: Incoming, observer: TurnObserver) -> int:
+async def _ask(settings: Settings, incoming: Incoming, decide: Decide) -> int:
     services = build_services(settings)
     try:
-        reply = await _turn(services, incoming, observer)
+        reply = await _turn(services, incoming, decide)
     finally:
         await services.close()
     if reply.ok:
@@ -107,7 +99,6 @@ def chat(channel: str) -> int:
 async def _chat(settings: Settings, channel: str) -> int:
     services = build_services(settings)
     click.echo(f"Talking in session '{channel}'. Ctrl-D or 'exit' to leave.")
-    observer = AtPrompt(settings.slack.WRITE_APPROVAL)
     try:
         while True:
             try:
@@ -119,13 +110,22 @@ async def _chat(settings: Settings, channel: str) -> int:
                 return 0
             if not text.strip():
                 continue
-            reply = await _turn(services, Incoming(channel, text), observer)
+            reply = await _turn(services, Incoming(channel, text), at_the_prompt)
             click.echo(("bot> " if reply.ok else "bot (error)> ") + reply.text)
     finally:
         await services.close()
 
 
-async def _turn(services: Services, incoming: Incoming, observer: TurnObserver) -> Reply:
-    """One turn, with the channel held as a Slack turn would hold it."""
+async def _turn(services: Services, incoming: Incoming, decide: Decide) -> Reply:
+    """One turn, with the channel held as a Slack turn would hold it; where it waits for
+    approval, ``decide`` decides each interruption and the turn goes on."""
+    conversations = services.conversations
     async with services.jobs.hold(incoming.channel_id):
-        return await services.conversations.ask(incoming, observer)
+        reply = await conversations.ask(incoming)
+        while reply.interruptions and reply.turn_id is not None:
+            decisions = {call.id: await decide(call) for call in reply.interruptions}
+            went_on = await conversations.resume(reply.turn_id, decisions)
+            if went_on is None:  # nobody else can: the channel is held
+                break
+            reply = went_on
+        return reply

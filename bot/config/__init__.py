@@ -1,10 +1,10 @@
 """Settings, read once from the environment and ``.env``; nothing else reads ``os.environ``.
 
-They come in groups (bot.config.groups: Slack, the model, limits, Jira, the CRM, MCP, the store,
-the web side, telemetry), and ``Settings`` holds one of each; a component is given only the
-group (or the values) it reads. The variables keep their flat names (``SLACK_BOT_TOKEN``):
-they are read in one pass, by a BaseSettings made of every group's fields and validators,
-so that every malformed one is named at once.
+They come in groups (bot.config.groups: Slack, the model, limits, the conversation, Jira,
+the CRM, MCP, the store, the web side, telemetry), and ``Settings`` holds one of each; a
+component is given only the group (or the values) it reads. The variables keep their flat
+names (``SLACK_BOT_TOKEN``): they are read in one pass, by a BaseSettings made of every
+group's fields and validators, so that every malformed one is named at once.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.config.groups import (
     ADMIN_TOKEN_MIN_CHARS,
+    ConversationSettings,
     CrmSettings,
     JiraSettings,
     LimitSettings,
@@ -32,6 +33,7 @@ from bot.errors import SettingsError
 
 __all__ = [
     "ADMIN_TOKEN_MIN_CHARS",
+    "ConversationSettings",
     "CrmSettings",
     "JiraSettings",
     "LimitSettings",
@@ -58,6 +60,7 @@ class Settings(BaseModel):
     slack: SlackSettings
     model: ModelSettings
     limits: LimitSettings
+    conversation: ConversationSettings
     jira: JiraSettings
     crm: CrmSettings
     mcp: McpSettings

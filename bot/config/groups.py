@@ -69,8 +69,6 @@ class SlackSettings(SettingsGroup):
     """Base URL of every Slack Web API call."""
     ADMIN_SLACK_USERS: CommaList = Field(default_factory=list)
     """Comma list of Slack user IDs who may approve any write."""
-    WRITE_APPROVAL: OnOff = Field(True, description=_ON_OFF)
-    """on: a writing tool waits for the requester's approval; off: it runs at once."""
     STREAM_ANSWERS: OnOff = Field(True, description=_ON_OFF)
     """on: the answer is streamed with Slack's streaming methods as the model writes it,
     each tool call a step of it; off: steps in a live message, the answer posted when done."""
@@ -79,13 +77,6 @@ class SlackSettings(SettingsGroup):
     )
     """An answer that would take more messages than this is posted as its first part and
     the whole of it as a Markdown file in the thread (0: always as messages)."""
-    THREAD_CONTEXT_TOKENS: int = Field(
-        4000, ge=0, description="a whole number of tokens, e.g. 4000 (0: none)"
-    )
-    """Most tokens of a thread's earlier messages shown with a question asked in it (0: none)."""
-    FOLLOW_UPS: OnOff = Field(True, description=_ON_OFF)
-    """on: in a thread where the bot answered someone, their next messages there are
-    questions without a mention; off: every question needs a mention."""
 
 
 class ModelSettings(SettingsGroup):
@@ -176,6 +167,28 @@ class LimitSettings(SettingsGroup):
     """Largest file attached to a question that is read (an image, a text file)."""
     FILE_TEXT_TOKENS: int = Field(8000, ge=0, description="a whole number of tokens, e.g. 8000")
     """Most tokens of a question's text files added to it; the rest is cut, with a note."""
+
+
+class ConversationSettings(SettingsGroup):
+    """What the core reads for a turn (bot.agent): what its requests carry of the past
+    (``Memory``), who may follow up in a thread without a mention (``Threads``), and which
+    writes wait for a person (the approval rule, ``bot.agent.approval``)."""
+
+    HISTORY_TOKEN_BUDGET: int = Field(
+        12000, ge=0, description="a whole number of tokens, e.g. 12000"
+    )
+    """Most tokens of stored history replayed into one request."""
+    HISTORY_SUMMARY: OnOff = Field(True, description=_ON_OFF)
+    """Summarise what leaves the window; the summary opens each later request."""
+    THREAD_CONTEXT_TOKENS: int = Field(
+        4000, ge=0, description="a whole number of tokens, e.g. 4000 (0: none)"
+    )
+    """Most tokens of a thread's earlier messages shown with a question asked in it (0: none)."""
+    FOLLOW_UPS: OnOff = Field(True, description=_ON_OFF)
+    """on: in a thread where the bot answered someone, their next messages there are
+    questions without a mention; off: every question needs a mention."""
+    WRITE_APPROVAL: OnOff = Field(True, description=_ON_OFF)
+    """on: a writing tool waits for the requester's approval; off: it runs at once."""
 
 
 class JiraSettings(SettingsGroup):
@@ -286,19 +299,13 @@ class McpSettings(SettingsGroup):
 
 
 class StoreSettings(SettingsGroup):
-    """The database, and how much of the history is replayed and kept."""
+    """The database, and how long the history is kept."""
 
     DATABASE_URL: str = Field(
         "sqlite:///./bot.db",
         description="sqlite:///./bot.db or postgresql://user:password@host:5432/dbname",
     )
     """sqlite:///... or postgresql://...; the async driver is chosen here."""
-    HISTORY_TOKEN_BUDGET: int = Field(
-        12000, ge=0, description="a whole number of tokens, e.g. 12000"
-    )
-    """Most tokens of stored history replayed into one request."""
-    HISTORY_SUMMARY: OnOff = Field(True, description=_ON_OFF)
-    """Summarise what falls out of the window; the summary opens each later request."""
     HISTORY_RETENTION_DAYS: float | None = Field(
         None, gt=0, description="a number of days, e.g. 90 (empty: keep everything)"
     )

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 
+from bot.agent.approval import APPROVAL
 from bot.agent.conversations import Conversations
-from bot.agent.observer import APPROVAL
 from bot.messages import Decision, Outcome
 from bot.slack.cards import APPROVE, CONTINUE, DECLINE
 from bot.slack.delivery import EXPIRED, Delivery

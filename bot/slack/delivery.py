@@ -1,4 +1,4 @@
-"""Delivery: one stretch of a turn (a question, or a stopped turn going on) as the thread
+"""Delivery: one run of a turn (a question, or a stopped turn going on) as the thread
 sees it: the steps while it runs, then the answer (with feedback buttons under a final
 one), an approval card for a write the model asked for, or a Continue button when the
 round cap cut it short.
@@ -10,7 +10,7 @@ where Slack streams nothing (the top level of a DM; a channel stream without the
 is for), the steps are a live message (LiveStatus) and the answer is posted when done.
 
 Every post of a turn has an id derived from the turn (see Poster; a streamed message
-carries its own in the metadata it ends with): a stretch resumed by another process
+carries its own in the metadata it ends with): a run resumed by another process
 (``resumed``) looks for them in the thread first, so none shows twice.
 """
 
@@ -21,9 +21,8 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from bot.agent.conversations import Conversations, Reply
-from bot.agent.observer import INTERRUPTION, TurnObserver
+from bot.agent.observer import TurnObserver
 from bot.config import SlackSettings
-from bot.errors import StoreError
 from bot.messages import Decision, Outcome, ToolCall
 from bot.slack.cards import Blocks, approval_card, continue_message, feedback_block
 from bot.slack.display import Display
@@ -40,23 +39,11 @@ log = logging.getLogger(__name__)
 
 
 class InThread(TurnObserver):
-    """A turn watched from its thread: its steps and text go to ``display``. Each write
-    pauses for a person when approval is on (the channel's ``write_approval``, else
-    ``approval``: WRITE_APPROVAL), and is declined for someone of another workspace
-    (``external``)."""
+    """A turn watched from its thread: its steps and text go to ``display``."""
 
-    def __init__(self, display: Display, *, approval: bool, external: bool = False) -> None:
+    def __init__(self, display: Display) -> None:
         self.display = display
-        self.approval = approval
-        self.external = external
         self.streams_text = display.streams_text
-
-    async def decide(self, state: TurnState, call: ToolCall) -> Decision:
-        if self.external:
-            return _REFUSE_A_GUEST
-        if state.channel.approval(self.approval):
-            return INTERRUPTION
-        return await super().decide(state, call)
 
     async def on_tools_start(self, state: TurnState, calls: Sequence[ToolCall]) -> None:
         await self.display.steps(calls)
@@ -74,16 +61,6 @@ Work = Callable[[TurnObserver], Awaitable[Reply | None]]
 Posted = Callable[[str], Awaitable[None]]
 TITLE_MAX = 60
 EXPIRED = "This request expired, so nothing was done. Ask again if it is still needed."
-#: the result of a write asked for by someone of another workspace (what the model reads)
-NOT_FOR_GUESTS = (
-    "Not done: this bot makes changes only for people of its own Slack workspace, and this "
-    "request came from someone of another workspace (a shared channel). Someone of the "
-    "bot's workspace can ask for it."
-)
-
-
-#: what a write asked for by someone of another workspace gets
-_REFUSE_A_GUEST = Decision.reject(NOT_FOR_GUESTS)
 
 
 def _feedback(reply: Reply) -> Blocks | None:
@@ -109,8 +86,8 @@ class Delivery:
         self.files = files
         #: JIRA_PROJECT, which an approval card names when the model named none
         self.default_project = default_project
-        #: reads the thread around a question (None, or THREAD_CONTEXT_TOKENS=0: not read)
-        self.threads = threads if settings.THREAD_CONTEXT_TOKENS > 0 else None
+        #: reads the thread around a question (None: not read, THREAD_CONTEXT_TOKENS=0)
+        self.threads = threads
 
     def read_early(self, question: Question) -> None:
         """Start reading the thread of a question just taken on (see SlackThreads)."""
@@ -134,7 +111,7 @@ class Delivery:
         """Answer a question; whether its turn was stored (and its reply posted)."""
 
         async def work(observer: TurnObserver) -> Reply:
-            incoming = question.incoming
+            incoming = dataclasses.replace(question.incoming, external=question.external)
             if question.files:
                 attachments = await self.files.read(question.files)
                 incoming = dataclasses.replace(incoming, attachments=attachments)
@@ -145,10 +122,10 @@ class Delivery:
                 incoming = dataclasses.replace(incoming, context=context)
             return await self.conversations.ask(incoming, observer, resumed=resumed)
 
-        incoming = question.incoming
+        user_id = question.incoming.user_id
         recipient = None
-        if incoming.user_id and question.team_id:
-            recipient = Recipient(incoming.user_id, question.team_id)
+        if user_id and question.team_id:
+            recipient = Recipient(user_id, question.team_id)
         reply = await self.run(
             question.thread,
             work,
@@ -156,21 +133,8 @@ class Delivery:
             resumed=resumed,
             on_posted=on_posted,
             recipient=recipient,
-            external=question.external,
         )
-        stored = reply is not None and reply.turn_id is not None
-        if stored and incoming.user_id and question.thread_ts and not question.pane:
-            await self._answered_in(question.thread, incoming.user_id)
-        return stored
-
-    async def _answered_in(self, thread: Thread, user_id: str) -> None:
-        """The bot answered ``user_id`` in ``thread``: their replies there are follow-ups."""
-        if thread.channel.startswith("D") or thread.thread_ts is None:
-            return
-        try:
-            await self.conversations.threads.answered(thread.channel, thread.thread_ts, user_id)
-        except StoreError:
-            log.warning("could not store that %s was answered in a thread", thread.channel)
+        return reply is not None and reply.turn_id is not None
 
     async def resume(
         self,
@@ -187,9 +151,11 @@ class Delivery:
         stream needs them)."""
 
         async def work(observer: TurnObserver) -> Reply | None:
-            return await self.conversations.resume(turn_id, decisions, observer, resumed=resumed)
+            return await self.conversations.resume(
+                turn_id, decisions, observer, resumed=resumed, external=external
+            )
 
-        return await self.run(thread, work, resumed=resumed, recipient=recipient, external=external)
+        return await self.run(thread, work, resumed=resumed, recipient=recipient)
 
     async def run(
         self,
@@ -200,16 +166,14 @@ class Delivery:
         resumed: bool = False,
         on_posted: Posted | None = None,
         recipient: Recipient | None = None,
-        external: bool = False,
     ) -> Reply | None:
-        """Run one stretch of a turn (``work``) and show it in the thread: streamed where
-        Slack takes a stream, else a live message of its steps; then its reply."""
+        """Run a turn (``work``) and show it in the thread: streamed where Slack takes a
+        stream, else a live message of its steps; then its reply."""
         display = self._display(thread, recipient, pane, on_posted)
         await display.start()
         reply = None
         try:
-            observer = InThread(display, approval=self.settings.WRITE_APPROVAL, external=external)
-            reply = await work(observer)
+            reply = await work(InThread(display))
         finally:
             try:
                 answered = reply is not None and reply.ok and reply.outcome not in _NO_ANSWER
@@ -251,14 +215,13 @@ class Delivery:
         held: int = 0,
         look_first: bool = False,
     ) -> None:
-        """What the thread gets of a stretch that ended: the answer (``into`` a message to
+        """What the thread gets of a run that ended: the answer (``into`` a message to
         take over, after the ``held`` characters a streamed message holds), an approval
         card, or the answer and a Continue button after the round cap; nothing for an
         approval that expired."""
         if reply.outcome == Outcome.EXPIRED:
             return
-        stopped = reply.outcome.stopped
-        turn = await self.conversations.turn(reply.turn_id) if stopped and reply.turn_id else None
+        turn = reply.state if reply.outcome.stopped else None
         if reply.outcome == Outcome.AWAITING_APPROVAL and turn is not None:
             text, blocks = self.card(turn)
             await self._show_card(thread, turn, text, blocks, "card", look_first)
@@ -314,11 +277,11 @@ class Delivery:
             await self.close_card(shown, f":hourglass: {EXPIRED}")
 
 
-#: outcomes whose stretch ends without an answer to stream
+#: outcomes whose run ends without an answer to stream
 _NO_ANSWER = frozenset({Outcome.AWAITING_APPROVAL, Outcome.EXPIRED})
 
 
 def _post_id(reply: Reply) -> str | None:
-    """The id the turn's answer posts derive from (one per stretch: its rounds tell them
+    """The id the turn's answer posts derive from (one per run: its rounds tell them
     apart)."""
     return f"turn-{reply.turn_id}-{reply.rounds}" if reply.turn_id else None

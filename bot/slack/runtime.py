@@ -89,23 +89,23 @@ class SlackRuntime:
         client = web_client(slack, self._session)
         identity = await self._identify(client)
         files = SlackFiles(client, limits.FILE_MAX_BYTES, limits.FILE_TEXT_TOKENS)
-        conversations = self.services.conversations
-        threads = SlackThreads(client, conversations.threads, identity.bot_user_id, identity.bot_id)
+        services, conversation = self.services, self.settings.conversation
+        threads = SlackThreads(client, services.threads, identity.bot_user_id, identity.bot_id)
         # the channel reader's channel is the turn's, never an argument (bot.turn)
-        self.services.registry.add_object(threads, source="Slack")
+        services.registry.add_object(threads, source="Slack")
         # who asked a write, for its tool (their name stored for the admin pages)
-        self.services.people.use(SlackPeople(client, conversations.threads.name_people))
+        services.people.use(SlackPeople(client, services.threads.name_people))
         delivery = Delivery(
-            conversations,
+            services.conversations,
             Poster(client, long_answer_messages=slack.LONG_ANSWER_MESSAGES),
             files,
             slack,
-            threads,
+            threads if conversation.THREAD_CONTEXT_TOKENS > 0 else None,
             default_project=self.settings.jira.JIRA_PROJECT,
         )
         approvals = Approvals(delivery, slack.ADMIN_SLACK_USERS)
-        jobs = self.services.jobs
-        self.worker = Worker(delivery, approvals, self.services.sessions, jobs)
+        jobs = services.jobs
+        self.worker = Worker(delivery, approvals, services.sessions, jobs, services.threads)
         await jobs.start(self.worker)
         every = min(EXPIRE_EVERY_S, max(limits.APPROVAL_TIMEOUT_S / 4, 0.1))
         self._every(approvals.expire, every, "look for expired approval requests")
@@ -116,8 +116,8 @@ class SlackRuntime:
             identity=identity,
             worker=self.worker,
             jobs=jobs,
-            channel_rules=self.services.channels.settings,
-            follow_ups=slack.FOLLOW_UPS,
+            channel_rules=services.channels.settings,
+            follow_ups=conversation.FOLLOW_UPS,
         )
         if self.socket_mode:
             # Bolt's default ping is every 10 s: a connection that stopped answering would be

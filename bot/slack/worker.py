@@ -21,6 +21,7 @@ import logging
 
 from bot.agent.conversations import Conversations
 from bot.agent.sessions import Sessions
+from bot.agent.threads import Threads
 from bot.errors import StoreError
 from bot.jobs import Job
 from bot.jobs.runner import Jobs
@@ -62,6 +63,7 @@ class Worker:
         approvals: Approvals,
         sessions: Sessions,
         jobs: Jobs,
+        threads: Threads,
     ) -> None:
         self.delivery = delivery
         self.approvals = approvals
@@ -69,6 +71,8 @@ class Worker:
         self.poster: Poster = delivery.poster
         self.sessions = sessions
         self.jobs = jobs
+        #: whom the bot answered in which thread (their replies there are follow-ups)
+        self.threads = threads
         #: the progress reactions being put up, by question
         self._signs: dict[Key, asyncio.Task[None]] = {}
         #: channels whose name this process has asked Slack for, or will
@@ -134,8 +138,20 @@ class Worker:
         finally:
             await asyncio.shield(self._end_progress(question.channel, question.ts))
         if answered:
+            await self._answered_in(question)
             self._learn_name(question.channel)
         return answered
+
+    async def _answered_in(self, question: Question) -> None:
+        """The bot answered the asker in a channel's thread: their replies there are
+        follow-ups (not in a DM, nor in the assistant pane)."""
+        user, thread = question.incoming.user_id, question.thread
+        if not user or question.pane or thread.channel.startswith("D") or not thread.thread_ts:
+            return
+        try:
+            await self.threads.answered(thread.channel, thread.thread_ts, user)
+        except StoreError:
+            log.warning("could not store that %s was answered in a thread", thread.channel)
 
     async def _follows_up(self, question: Question) -> bool:
         """Whether a reply without a mention asks the bot: it answered its author there."""
@@ -143,12 +159,7 @@ class Worker:
         if not (user and thread_ts):
             return False
         try:
-            channels = self.conversations.channels
-            if channels is not None:
-                follow_ups = (await channels.settings(question.channel)).follow_ups
-                if follow_ups is False:  # the channel's own FOLLOW_UPS
-                    return False
-            return await self.conversations.threads.was_answered(question.channel, thread_ts, user)
+            return await self.threads.follows_up(question.channel, thread_ts, user)
         except StoreError:
             log.warning("could not tell whether %s in %s follows up", question.ts, question.channel)
             return False

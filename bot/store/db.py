@@ -122,6 +122,14 @@ class Engines:
             return await self.writer.run(work, transaction=False)
         return await run_sync(self._single_statements, work)
 
+    async def read(self, work: Work[T]) -> T:
+        """Run ``work``'s reads on the turn's path: on PostgreSQL as single statements (no
+        BEGIN and ROLLBACK around them), on SQLite on a reading connection, never behind
+        the writer's queue."""
+        if self.writer is not None:
+            return await run_sync(self.reads, work)
+        return await run_sync(self._single_statements, work)
+
     @functools.cached_property
     def _single_statements(self) -> AsyncEngine:
         # speed device: see bench/README.md, "single-statement engine built once"

@@ -1,5 +1,5 @@
-"""SummaryStore: each channel's summaries of the messages that fell out of its window, and
-the stored messages a new summary is made of. Dropping the summaries a change in Slack or
+"""SummaryStore: each channel's summaries of the messages that left its window, and the
+stored messages a new summary is made of. Dropping the summaries a change in Slack or
 retention makes stale is done where that change is made (bot.store.history,
 ``drop_stale``)."""
 
@@ -16,8 +16,6 @@ from bot.store.history import message_from
 from bot.store.models import MessageRow, SummaryRow
 
 SUMMARIES = SummaryRow.__table__
-#: most stored messages one summary is made of (the newest, when more fell out)
-FALLEN_ROWS = 500
 
 
 class SummaryStore:
@@ -39,33 +37,23 @@ class SummaryStore:
             return [summary_from(row) for row in rows]
 
     @store_errors
-    async def fallen(
-        self, channel_id: str, after_id: int, before_id: int, most_tokens: int
+    async def between(
+        self, channel_id: str, after_id: int, before_id: int, most: int
     ) -> list[Message]:
         """The channel's stored messages with ids after ``after_id`` and before
-        ``before_id``, oldest first: the newest of them whose tokens fit ``most_tokens``
-        (and one at least)."""
+        ``before_id``, oldest first: the first ``most`` of them."""
         async with self.engines.reads.connect() as connection:
-            rows = (
-                await connection.execute(
-                    select(MessageRow.__table__)
-                    .where(
-                        MessageRow.channel_id == channel_id,
-                        MessageRow.id > after_id,
-                        MessageRow.id < before_id,
-                    )
-                    .order_by(MessageRow.position.desc())
-                    .limit(FALLEN_ROWS)
+            rows = await connection.execute(
+                select(MessageRow.__table__)
+                .where(
+                    MessageRow.channel_id == channel_id,
+                    MessageRow.id > after_id,
+                    MessageRow.id < before_id,
                 )
-            ).all()
-        picked: list[Message] = []
-        total = 0
-        for row in rows:
-            total += row.tokens
-            if picked and total > most_tokens:
-                break
-            picked.append(message_from(row))
-        return picked[::-1]
+                .order_by(MessageRow.position)
+                .limit(most)
+            )
+            return [message_from(row) for row in rows]
 
     @store_errors
     async def add(self, summary: Summary) -> None:

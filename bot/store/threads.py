@@ -1,14 +1,14 @@
 """ThreadStore: what the bot keeps of the threads it answers in: the thread's messages a
-question showed (in the question's row, ``messages.context``), who it answered in which
-thread (their replies there are follow-ups), and people's display names."""
+question showed (in the question's row, ``messages.context``) and which of a thread's
+messages the history holds already, who it answered in which thread (their replies there
+are follow-ups), and people's display names."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, bindparam, null, select, type_coerce, update
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.messages import Message, utcnow
@@ -23,42 +23,21 @@ from bot.store.window import Windows, storable
 CONTEXTS_READ = 500
 
 _MESSAGES = MessageRow.__table__
-#: which of the Slack messages ``wanted`` are messages of the channel's history
-HELD_OWN = select(_MESSAGES.c.slack_ts).where(
-    _MESSAGES.c.channel_id == bindparam("channel"),
-    _MESSAGES.c.slack_ts.in_(bindparam("wanted", expanding=True)),
-)
-#: the contexts of the channel's newest questions asked in a thread
-HELD_SHOWN = (
+_OWN = select(_MESSAGES.c.slack_ts, type_coerce(null(), _MESSAGES.c.context.type).label("context"))
+_SHOWN = (
     select(_MESSAGES.c.context)
     .where(_MESSAGES.c.channel_id == bindparam("channel"), _MESSAGES.c.context.is_not(None))
     .order_by(_MESSAGES.c.position.desc())
     .limit(CONTEXTS_READ)
+    .subquery("shown")
 )
-
-
-@dataclass(frozen=True)
-class Shown:
-    """A question asked in a thread, as its turn begins: the Slack ts of the thread's
-    messages it would show, and its message once the store tells which of them the
-    channel's history holds already (those are not shown again). The store asks in the
-    transaction that begins the turn (bot.store.turns): no trip of its own."""
-
-    ts: tuple[str, ...]
-    message: Callable[[set[str]], Message]
-
-
-def held_in(connection: Connection, channel_id: str, ts: Iterable[str]) -> set[str]:
-    """Which of the Slack messages ``ts`` the channel's stored history holds: as a message
-    of its own, or in the context of a question (two statements)."""
-    wanted = set(ts)
-    if not wanted:
-        return set()
-    params = {"channel": channel_id, "wanted": list(wanted)}
-    held = {found for found in connection.scalars(HELD_OWN, params) if found is not None}
-    for context in connection.scalars(HELD_SHOWN, params):
-        held |= {line.get("ts") for line in context.get("lines") or ()} & wanted
-    return held
+#: which of the Slack messages ``wanted`` the channel's history holds, in one statement:
+#: the ts of its own messages among them, and the contexts of its newest questions asked
+#: in a thread (each lists the ts of the thread's messages it showed)
+HELD = _OWN.where(
+    _MESSAGES.c.channel_id == bindparam("channel"),
+    _MESSAGES.c.slack_ts.in_(bindparam("wanted", expanding=True)),
+).union_all(select(type_coerce(null(), _MESSAGES.c.slack_ts.type), _SHOWN.c.context))
 
 
 class ThreadStore:
@@ -71,6 +50,22 @@ class ThreadStore:
         self._insert = insert_for(self.engines.dialect)
         self._answered = self._insert(ThreadAskerRow.__table__).on_conflict_do_nothing()
         self._answering = GroupCommit(self._answer_all)
+
+    @store_errors
+    async def held(self, channel_id: str, ts: Iterable[str]) -> set[str]:
+        """Which of the Slack messages ``ts`` the channel's stored history holds: as a
+        message of its own, or in the context of a question (one statement, read as a turn
+        begins: see Engines.read)."""
+        wanted = set(ts)
+        if not wanted:
+            return set()
+        params = {"channel": channel_id, "wanted": sorted(wanted)}
+        rows = await self.engines.read(lambda c: c.execute(HELD, params).all())
+        held = {own for own, _ in rows if own is not None}
+        for _, context in rows:
+            if context is not None:
+                held |= {line.get("ts") for line in context.get("lines") or ()} & wanted
+        return held
 
     @store_errors
     async def with_context(self, channel_id: str) -> list[Message]:

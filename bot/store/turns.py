@@ -46,7 +46,6 @@ from bot.store.journal import (
     new_turn,
 )
 from bot.store.summaries import SUMMARIES, summary_from
-from bot.store.threads import Shown, held_in
 from bot.store.window import BEYOND_POSITIONS as BEYOND
 from bot.store.window import Window, Windows, read_window, window_of
 from bot.turn import TurnState
@@ -66,62 +65,49 @@ class TurnStore:
         self._journaling = GroupCommit(self._journal_all)
 
     @store_errors
-    async def begin(
-        self,
-        state: TurnState,
-        budget: int,
-        unanswered: str | None = None,
-        shown: Shown | None = None,
-    ) -> None:
-        """Store a new turn (running) and its question (``state.messages[0]``, or the one
-        ``shown`` makes: asked in a thread), after reading the channel's recent history
-        within ``budget`` into ``state.history``, and its settings and newest summary (one
-        transaction: this runs every turn). A turn of the channel still marked running was
-        cut short and nobody resumed it: it is marked interrupted, and calls of its that
-        never got a result get ``unanswered`` (if given) as theirs."""
-        channel_id = state.channel_id
+    async def begin(self, state: TurnState, budget: int, unanswered: str | None = None) -> None:
+        """Store a new turn (running) and its question (``state.messages[0]``), after
+        reading the channel's recent history within ``budget`` into ``state.history``, and
+        its settings and newest summary (one transaction: this runs every turn). A turn of
+        the channel still marked running was cut short and nobody resumed it: it is marked
+        interrupted, and calls of its that never got a result get ``unanswered`` (if given)
+        as theirs."""
+        channel_id, user = state.channel_id, state.messages[0]
         kept = self.windows.take_out(channel_id)
 
-        def question(connection: Connection) -> Message:
-            if shown is None:
-                return state.messages[0]
-            return shown.message(held_in(connection, channel_id, shown.ts))
-
-        def work(connection: Connection) -> tuple[Window, OpenTurn, Message, Standing]:
-            user = question(connection)
-            window, standing = window_of(connection, channel_id, budget, kept, STANDING)
+        def work(connection: Connection) -> tuple[Window, OpenTurn, Message, Beside]:
+            window, beside = window_of(connection, channel_id, budget, kept, BESIDE)
             _interrupted(connection, channel_id, window, unanswered)
             turn_id = connection.scalar(INSERT_TURN, new_turn(state))
             assert turn_id is not None
             turn = OpenTurn(turn_id, channel_id, window.newest)
             (stored,) = append(connection, turn, [user])
-            return window, turn, stored, _standing_of(standing)
+            return window, turn, stored, _beside_of(beside)
 
-        def in_one(connection: Connection) -> tuple[Window, OpenTurn, Message, Standing] | None:
+        def in_one(
+            connection: Connection,
+        ) -> tuple[Window, OpenTurn, Message, Beside] | None:
             # PostgreSQL (see bot.store.journal): one statement that checks the kept window,
-            # stores the turn and reads the channel's standing; else the window read, then
-            # one statement. The channel is held, so only a deletion can come between the
-            # two, as it can between two statements of a READ COMMITTED transaction (the
-            # deletion drops the kept window). A channel with a turn cut short needs a
-            # transaction (None: ``work``)
-            user = question(connection)
+            # stores the turn and reads the channel's settings and newest summary; else the
+            # window read, then one statement. The channel is held, so only a deletion can
+            # come between the two, as it can between two statements of a READ COMMITTED
+            # transaction (the deletion drops the kept window). A channel with a turn cut
+            # short needs a transaction (None: ``work``)
             if kept is not None and kept.budget == budget and not _cut_short(kept):
                 begun = insert_begun(
-                    connection, state, channel_id, kept, user, STANDING, checked=True
+                    connection, state, channel_id, kept, user, BESIDE, checked=True
                 )
                 if begun is not None:
-                    return kept, begun[0], begun[1], _standing_of(begun[2])
+                    return kept, begun[0], begun[1], _beside_of(begun[2])
             window = read_window(connection, channel_id, budget)
             if _cut_short(window):
                 return None
-            begun = insert_begun(
-                connection, state, channel_id, window, user, STANDING, checked=False
-            )
+            begun = insert_begun(connection, state, channel_id, window, user, BESIDE, checked=False)
             assert begun is not None  # an unchecked INSERT always inserts
-            return window, begun[0], begun[1], _standing_of(begun[2])
+            return window, begun[0], begun[1], _beside_of(begun[2])
 
-        window, turn, stored, standing = await self.engines.transaction(work, one_statement=in_one)
-        state.channel, state.summary = standing
+        window, turn, stored, read = await self.engines.transaction(work, one_statement=in_one)
+        state.channel, state.summary = read
         state.history = list(window.messages)
         window.extend(window.newest, [stored])
         self.windows.keep(channel_id, window)
@@ -290,12 +276,12 @@ def _load(connection: Connection, turn_id: int, budget: int) -> TurnState | None
     before = rows[0].position if rows else BEYOND
     state.history = read_window(connection, row.channel_id, budget, before=before).messages
     state.position = connection.scalar(NEWEST_POSITION, {"channel": row.channel_id})
-    state.channel, state.summary = _standing(connection, row.channel_id)
+    state.channel, state.summary = _read_beside(connection, row.channel_id)
     return state
 
 
 #: what a turn reads of its channel besides the history: its settings, its newest summary
-Standing = tuple[ChannelSettings, Summary | None]
+Beside = tuple[ChannelSettings, Summary | None]
 
 
 _NEWEST_SUMMARY = (
@@ -307,20 +293,20 @@ _NEWEST_SUMMARY = (
 )
 _ONE_ROW = select(literal_column("1").label("one")).subquery("one")
 #: a channel's settings and its newest summary in one row (either may be NULL)
-STANDING = select(SETTINGS.c.settings, *SUMMARIES.c).select_from(
+BESIDE = select(SETTINGS.c.settings, *SUMMARIES.c).select_from(
     _ONE_ROW.outerjoin(SETTINGS, SETTINGS.c.channel_id == bindparam("channel")).outerjoin(
         SUMMARIES, SUMMARIES.c.id == _NEWEST_SUMMARY
     )
 )
 
 
-def _standing(connection: Connection, channel_id: str) -> Standing:
+def _read_beside(connection: Connection, channel_id: str) -> Beside:
     """The channel's own settings and newest summary, read in the turn's first transaction
     by one statement (every turn reads them)."""
-    return _standing_of(connection.execute(STANDING, {"channel": channel_id}).one())
+    return _beside_of(connection.execute(BESIDE, {"channel": channel_id}).one())
 
 
-def _standing_of(row: Row[Any]) -> Standing:
+def _beside_of(row: Row[Any]) -> Beside:
     summary = summary_from(row) if row.id is not None else None
     return ChannelSettings.of(dict(row.settings or {})), summary
 

@@ -10,8 +10,8 @@ import time
 
 import pytest
 
+from bot.agent.approval import APPROVAL
 from bot.agent.conversations import Incoming
-from bot.agent.observer import APPROVAL, INTERRUPTION
 from bot.tools.tool import tool
 from tests.fakes.openai_server import Fail, FakeOpenAI, Hang, Reply, ToolUse
 from tests.observers import Watching
@@ -153,18 +153,13 @@ async def test_context_too_long_when_an_approved_turn_goes_on_trims_its_history(
             created.append(summary)
             return {"key": "TASK-1"}
 
-    async def pause(call):  # type: ignore[no-untyped-def]
-        return INTERRUPTION
-
     services.registry.add_object(Tickets())
     fake_openai.script(
         ToolUse("create_ticket", {"summary": "x"}, "w1"),
         Fail(400, code="context_length_exceeded"),
         Reply(text="Created TASK-1."),
     )
-    paused = await services.conversations.ask(
-        Incoming("C1", "open a ticket", "U1"), Watching(pause)
-    )
+    paused = await services.conversations.ask(Incoming("C1", "open a ticket", "U1"), Watching())
 
     reply = await services.conversations.resume(paused.turn_id, {"w1": APPROVAL})
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 import pytest
 
+from bot.agent.approval import APPROVAL
 from bot.agent.conversations import Incoming
-from bot.agent.observer import APPROVAL, INTERRUPTION
 from bot.tools.tool import tool
 from tests.fakes.openai_server import FakeOpenAI, Raw, Reply, Request, ToolUse
 from tests.observers import Watching
@@ -32,9 +31,9 @@ def kinds(request: Request) -> list[str]:
     return [item.get("type", "message") for item in request.body["input"]]
 
 
-async def ask(services, text: str, *, streamed: bool = False, approver: Any = None):  # type: ignore[no-untyped-def]
+async def ask(services, text: str, *, streamed: bool = False):  # type: ignore[no-untyped-def]
     incoming = Incoming("C1", text, "U1", f"{len(text)}.1")
-    return await services.conversations.ask(incoming, Watching(approver, streamed=streamed))
+    return await services.conversations.ask(incoming, Watching(streamed=streamed))
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["json", "streamed"])
@@ -95,9 +94,6 @@ async def test_a_turn_going_on_after_approval_sends_its_calls_without_ids(
     services = make_services(LLM_API="responses")
     created: list[str] = []
 
-    async def pause(call):  # type: ignore[no-untyped-def]
-        return INTERRUPTION
-
     class Tickets:
         @tool(writes=True)
         def create_ticket(self, summary: str) -> dict[str, str]:
@@ -110,7 +106,7 @@ async def test_a_turn_going_on_after_approval_sends_its_calls_without_ids(
         Reply(reasoning="a ticket", tool_calls=[ToolUse("create_ticket", {"summary": "x"}, "w1")]),
         Reply(text="Created TASK-1."),
     )
-    paused = await ask(services, "open a ticket", approver=pause)
+    paused = await ask(services, "open a ticket")  # WRITE_APPROVAL on: it waits
 
     reply = await services.conversations.resume(paused.turn_id, {"w1": APPROVAL})
 

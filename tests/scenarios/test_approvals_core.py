@@ -8,8 +8,8 @@ from datetime import timedelta
 
 import pytest
 
+from bot.agent.approval import APPROVAL
 from bot.agent.conversations import Incoming
-from bot.agent.observer import APPROVAL, INTERRUPTION
 from bot.config import load_settings
 from bot.messages import Decision
 from bot.tools.tool import tool
@@ -45,10 +45,6 @@ async def setup(database_url, fake_openai):  # type: ignore[no-untyped-def]
     await services.close()
 
 
-async def pause(call):  # type: ignore[no-untyped-def]
-    return INTERRUPTION
-
-
 async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOpenAI) -> None:
     services, tickets = setup
     conversations = services.conversations
@@ -62,10 +58,10 @@ async def test_pause_then_approve_runs_the_write_once(setup, fake_openai: FakeOp
         Reply(text="Created TASK-1."),
     )
 
-    paused = await conversations.ask(Incoming("C1", "open a ticket", "U1", "1.1"), Watching(pause))
+    paused = await conversations.ask(Incoming("C1", "open a ticket", "U1", "1.1"), Watching())
 
     assert paused.outcome == "awaiting_approval" and tickets.created == []
-    assert [c.id for c in paused.pending] == ["w1"]
+    assert [c.id for c in paused.interruptions] == ["w1"]
     assert [m.role for m in await history(services).messages("C1")] == ["user"]
     # what the card says the write will do, read as the turn paused and stored with it
     waiting = await conversations.turn(paused.turn_id)
@@ -95,7 +91,7 @@ async def test_declined_write_is_explained_to_the_model(setup, fake_openai: Fake
     fake_openai.script(
         ToolUse("create_ticket", {"summary": "x"}, "w1"), Reply(text="OK, I did not create it.")
     )
-    paused = await services.conversations.ask(Incoming("C1", "ticket please"), Watching(pause))
+    paused = await services.conversations.ask(Incoming("C1", "ticket please"), Watching())
 
     reply = await services.conversations.resume(
         paused.turn_id, {"w1": Decision.reject("The person declined.")}
@@ -108,7 +104,7 @@ async def test_declined_write_is_explained_to_the_model(setup, fake_openai: Fake
 async def test_other_turns_go_on_while_one_waits(setup, fake_openai: FakeOpenAI) -> None:
     services, tickets = setup
     fake_openai.script(ToolUse("create_ticket", {"summary": "x"}, "w1"), "meanwhile", "created")
-    paused = await services.conversations.ask(Incoming("C1", "ticket"), Watching(pause))
+    paused = await services.conversations.ask(Incoming("C1", "ticket"), Watching())
     other = await services.conversations.ask(Incoming("C1", "something else"))
     assert other.text == "meanwhile"
     done = await services.conversations.resume(paused.turn_id, {"w1": APPROVAL})
@@ -120,7 +116,7 @@ async def test_expired_request_does_nothing(setup, fake_openai: FakeOpenAI) -> N
     services, tickets = setup
     services.conversations.approval_timeout = timedelta(seconds=0)
     fake_openai.script(ToolUse("create_ticket", {"summary": "x"}, "w1"))
-    paused = await services.conversations.ask(Incoming("C1", "ticket"), Watching(pause))
+    paused = await services.conversations.ask(Incoming("C1", "ticket"), Watching())
 
     reply = await services.conversations.resume(paused.turn_id, {"w1": APPROVAL})
 

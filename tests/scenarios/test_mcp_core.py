@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from bot.agent.approval import APPROVAL
 from bot.agent.conversations import Incoming
-from bot.agent.observer import APPROVAL, INTERRUPTION
 from bot.config import load_settings
 from bot.messages import ToolCall
 from bot.wiring import Services, build_services
@@ -78,10 +78,6 @@ def tool_results(messages) -> dict[str, Any]:  # type: ignore[no-untyped-def]
     return results
 
 
-async def pause(call: ToolCall):  # type: ignore[no-untyped-def]
-    return INTERRUPTION
-
-
 async def turn(services: Services, text: str):  # type: ignore[no-untyped-def]
     """One turn in channel C1, answered by what the test scripted."""
     return await services.conversations.ask(Incoming("C1", text, "U1"))
@@ -105,14 +101,14 @@ async def test_a_read_runs_and_a_write_waits_for_approval(
     )
 
     paused = await services.conversations.ask(
-        Incoming("C1", "look up T-1 and open a ticket", "U1", "1.1"), Watching(pause)
+        Incoming("C1", "look up T-1 and open a ticket", "U1", "1.1"), Watching()
     )
 
     assert paused.outcome == "awaiting_approval"
-    assert [c.id for c in paused.pending] == ["w1"]
+    assert [c.id for c in paused.interruptions] == ["w1"]
     assert recording.calls() == []  # the server saw nothing before the approval
     # the approval card shows the call's description and its arguments
-    assert services.registry.describe(paused.pending[0]) == "Running create_ticket on fake"
+    assert services.registry.describe(paused.interruptions[0]) == "Running create_ticket on fake"
     first = fake_openai.requests[0]
     assert first.status == 200 and first.api == api  # the strict fake took the tool specs
     assert {"fake__lookup", "fake__create_ticket"} <= set(first.tool_names)
@@ -139,7 +135,7 @@ async def test_a_write_approved_just_after_a_restart_waits_for_its_server(
         ToolUse("fake__create_ticket", {"summary": "Printer on fire"}, "w1"),
         Reply(text="Created."),
     )
-    paused = await before.conversations.ask(Incoming("C1", "ticket!", "U1"), Watching(pause))
+    paused = await before.conversations.ask(Incoming("C1", "ticket!", "U1"), Watching())
     assert paused.outcome == "awaiting_approval"
     await before.close()
 
@@ -271,7 +267,7 @@ async def test_a_killed_stdio_server_is_restarted_at_the_next_call(
     with_mcp, fake_openai: FakeOpenAI, recording, caplog
 ) -> None:
     caplog.set_level(logging.INFO)
-    services = with_mcp({"fake": stdio_entry(recording)})
+    services = with_mcp({"fake": stdio_entry(recording)}, WRITE_APPROVAL="off")
     assert await services.registry.ready(READY_S) == []
     fake_openai.script(ToolUse("fake__whoami", {}, "who1"), "first")
     await turn(services, "who are you?")
@@ -302,7 +298,7 @@ async def test_a_killed_stdio_server_is_restarted_at_the_next_call(
 async def test_a_killed_http_server_is_reconnected_at_the_next_call(
     with_mcp, fake_openai: FakeOpenAI, recording, http_server
 ) -> None:
-    services = with_mcp({"remote": {"url": http_server.start().url}})
+    services = with_mcp({"remote": {"url": http_server.start().url}}, WRITE_APPROVAL="off")
     assert await services.registry.ready(READY_S) == []
     fake_openai.script(ToolUse("remote__lookup", {"key": "A"}, "a"), "one")
     await turn(services, "first")

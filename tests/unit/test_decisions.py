@@ -3,7 +3,7 @@ older journal used for them."""
 
 from __future__ import annotations
 
-from bot.agent.observer import APPROVAL, INTERRUPTION
+from bot.agent.approval import APPROVAL, INTERRUPTION
 from bot.messages import Decision
 from bot.turn import TurnState
 

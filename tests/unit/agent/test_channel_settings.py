@@ -7,20 +7,19 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bot.agent.approval import APPROVAL
 from bot.agent.channels import Channels
 from bot.agent.conversations import Conversations, Incoming
 from bot.agent.loop import CHANNEL_INSTRUCTIONS, NOT_IN_CHANNEL, Loop
-from bot.agent.observer import APPROVAL
 from bot.channels import BY_ADMIN, BY_CLI, BadChannelSetting
+from bot.config import ConversationSettings
 from bot.llm.scripted import ScriptedModel
 from bot.messages import ModelReply, Outcome, ToolCall
 from bot.store.channels import ChannelSettingsStore
 from bot.store.db import create_engines
-from bot.store.history import HistoryStore
-from bot.store.turns import TurnStore
 from bot.tools.base import ToolRegistry
 from bot.tools.tool import tool
-from tests.unit.agent.test_conversations import Pausing
+from bot.wiring import build_conversations
 from tests.unit.agent.test_loop import Desk, calls
 
 SYSTEM = "You are a test."
@@ -39,25 +38,25 @@ class Projects(Desk):
         return {"key": f"{project_key}-1"}
 
 
+Bot = tuple[Conversations, ScriptedModel, Projects, Channels]
+
+
 @pytest.fixture
-async def bot(database_url: str) -> AsyncIterator[tuple[Conversations, ScriptedModel, Projects]]:
+async def bot(database_url: str) -> AsyncIterator[Bot]:
     engines = create_engines(database_url)
     model, desk, registry = ScriptedModel(), Projects(), ToolRegistry()
     registry.add_object(desk)
     channels = Channels(ChannelSettingsStore(engines), ["SUP", "TASK"], registry.names)
     loop = Loop(model, registry, SYSTEM)
-    yield (
-        Conversations(TurnStore(engines), HistoryStore(engines), loop, 12_000, channels=channels),
-        model,
-        desk,
-    )
+    settings = ConversationSettings(HISTORY_SUMMARY=False)
+    yield build_conversations(engines, loop, settings, channels=channels), model, desk, channels
     await engines.dispose()
 
 
 async def test_instructions_reach_only_that_channels_system_part(bot) -> None:  # type: ignore[no-untyped-def]
-    conversations, model, _ = bot
-    assert conversations.channels is not None
-    await conversations.channels.change("C1", {"instructions": "answer in Portuguese"}, BY_CLI)
+    conversations, model, _, channels = bot
+    assert channels is not None
+    await channels.change("C1", {"instructions": "answer in Portuguese"}, BY_CLI)
     model.then("Olá.", "Hello.")
 
     await conversations.ask(Incoming("C1", "hi", "U1", "1.1"))
@@ -70,8 +69,7 @@ async def test_instructions_reach_only_that_channels_system_part(bot) -> None:  
 
 
 async def test_tools_limit_what_is_offered_there_and_unset_restores(bot) -> None:  # type: ignore[no-untyped-def]
-    conversations, model, _ = bot
-    channels = conversations.channels
+    conversations, model, _, channels = bot
     every = ["broken", "clock", "create_ticket", "open_issue"]
     await channels.change("C1", {"tools": "clock"}, BY_CLI)
     model.then("a", "b", "c")
@@ -92,8 +90,8 @@ async def test_tools_limit_what_is_offered_there_and_unset_restores(bot) -> None
 
 
 async def test_a_pattern_offers_what_it_matches(bot) -> None:  # type: ignore[no-untyped-def]
-    conversations, model, _ = bot
-    changed = await conversations.channels.change("C1", {"tools": "c*,nothing_*"}, BY_CLI)
+    conversations, model, _, channels = bot
+    changed = await channels.change("C1", {"tools": "c*,nothing_*"}, BY_CLI)
     assert changed.warnings == ["tools pattern 'nothing_*' matches no tool offered now"]
     model.then("a")
 
@@ -103,7 +101,7 @@ async def test_a_pattern_offers_what_it_matches(bot) -> None:  # type: ignore[no
 
 
 async def test_a_bad_key_or_value_changes_nothing(bot) -> None:  # type: ignore[no-untyped-def]
-    channels = bot[0].channels
+    channels = bot[3]
     await channels.change("C1", {"answer_all": "on"}, BY_CLI)
     for bad in (
         {"instructions": "x", "colour": "red"},
@@ -123,8 +121,8 @@ async def test_a_bad_key_or_value_changes_nothing(bot) -> None:  # type: ignore[
 
 
 async def test_a_create_uses_the_channels_project_when_the_model_names_none(bot) -> None:  # type: ignore[no-untyped-def]
-    conversations, model, desk = bot
-    await conversations.channels.change("C1", {"jira_project": "SUP"}, BY_CLI)
+    conversations, model, desk, channels = bot
+    await channels.change("C1", {"jira_project": "SUP"}, BY_CLI)
     opening = ModelReply(None, (ToolCall("c0", "open_issue", '{"summary": "x"}'),))
     model.then(opening, "done", opening, "done")
 
@@ -135,14 +133,15 @@ async def test_a_create_uses_the_channels_project_when_the_model_names_none(bot)
 
 
 async def test_a_tool_removed_while_its_approval_waits_is_refused(bot) -> None:  # type: ignore[no-untyped-def]
-    conversations, model, desk = bot
+    conversations, model, desk, channels = bot
+    await channels.change("C1", {"write_approval": "on"}, BY_CLI)  # the write waits
     model.then(calls("create_ticket"))
-    paused = await conversations.ask(Incoming("C1", "open a ticket", "U1", "1.1"), Pausing())
+    paused = await conversations.ask(Incoming("C1", "open a ticket", "U1", "1.1"))
     assert paused.outcome == Outcome.AWAITING_APPROVAL
-    await conversations.channels.change("C1", {"tools": "clock"}, BY_ADMIN)
+    await channels.change("C1", {"tools": "clock"}, BY_ADMIN)
     model.then(lambda request: f"Told: {request.messages[-1].content}")
 
-    done = await conversations.resume(paused.turn_id, {paused.pending[0].id: APPROVAL})
+    done = await conversations.resume(paused.turn_id, {paused.interruptions[0].id: APPROVAL})
 
     assert desk.created == {}
     assert done is not None and NOT_IN_CHANNEL.format("create_ticket") in done.text

@@ -7,22 +7,17 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bot.agent.approval import APPROVAL
 from bot.agent.conversations import Conversations, Incoming
 from bot.agent.loop import Loop
-from bot.agent.observer import APPROVAL, INTERRUPTION, TurnObserver
+from bot.config import ConversationSettings
 from bot.llm.scripted import ScriptedModel
-from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall
+from bot.messages import Message, ModelReply, Outcome, ToolCall
 from bot.store.db import create_engines
-from bot.store.history import HistoryStore
-from bot.store.turns import TurnStore
 from bot.tools.base import ToolRegistry
 from bot.turn import TurnState
+from bot.wiring import build_conversations
 from tests.unit.agent.test_loop import Desk, calls
-
-
-class Pausing(TurnObserver):
-    async def decide(self, state: TurnState, call: ToolCall) -> Decision:
-        return INTERRUPTION
 
 
 @pytest.fixture
@@ -30,8 +25,9 @@ async def setup(database_url: str) -> AsyncIterator[tuple[Conversations, Scripte
     engines = create_engines(database_url)
     model, desk, registry = ScriptedModel(), Desk(), ToolRegistry()
     registry.add_object(desk)
-    loop = Loop(model, registry, "You are a test.")
-    yield Conversations(TurnStore(engines), HistoryStore(engines), loop, 12_000), model, desk
+    loop = Loop(model, registry, "You are a test.", write_approval=True)  # writes wait
+    settings = ConversationSettings(HISTORY_SUMMARY=False)
+    yield build_conversations(engines, loop, settings), model, desk
     await engines.dispose()
 
 
@@ -41,15 +37,19 @@ async def test_a_paused_turn_goes_on_when_approved(
     conversations, model, desk = setup
     model.then(calls("create_ticket"), "Created T-1.")
 
-    paused = await conversations.ask(Incoming("C1", "open a ticket", "U1", "1.1"), Pausing())
+    paused = await conversations.ask(Incoming("C1", "open a ticket", "U1", "1.1"))
     assert paused.outcome == Outcome.AWAITING_APPROVAL and desk.created == {}
-    assert paused.turn_id is not None and [c.name for c in paused.pending] == ["create_ticket"]
+    assert paused.turn_id is not None and [c.name for c in paused.interruptions] == [
+        "create_ticket"
+    ]
 
-    done = await conversations.resume(paused.turn_id, {paused.pending[0].id: APPROVAL})
+    done = await conversations.resume(paused.turn_id, {paused.interruptions[0].id: APPROVAL})
 
     assert done is not None and done.text == "Created T-1." and done.ok
     assert list(desk.created.values()) == ["x"]
-    assert await conversations.resume(paused.turn_id, {paused.pending[0].id: APPROVAL}) is None
+    assert (
+        await conversations.resume(paused.turn_id, {paused.interruptions[0].id: APPROVAL}) is None
+    )
     stored = await conversations.history.messages("C1")
     assert [m.role for m in stored] == ["user", "assistant", "tool", "assistant"]
     (turn,) = await conversations.history.turns("C1")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from bot.agent.approval import APPROVAL
 from bot.agent.loop import CAPPED_NOTE, Loop
-from bot.agent.observer import APPROVAL, INTERRUPTION, TurnObserver
+from bot.agent.observer import TurnObserver
 from bot.errors import ModelError
 from bot.llm.scripted import ScriptedModel
 from bot.messages import Decision, Message, ModelReply, Outcome, ToolCall
@@ -47,15 +48,10 @@ class Desk:
 
 
 class Recorder(TurnObserver):
-    """Keeps what it was told; decides each write as ``decision`` says."""
+    """Keeps what it was told."""
 
-    def __init__(self, decision: Decision = APPROVAL) -> None:
-        self.decision = decision
+    def __init__(self) -> None:
         self.events: list[str] = []
-
-    async def decide(self, state: TurnState, call: ToolCall) -> Decision:
-        self.events.append(f"decide {call.name}")
-        return self.decision
 
     async def on_model_start(self, state: TurnState) -> None:
         self.events.append("model")
@@ -74,10 +70,12 @@ def calls(*names: str) -> ModelReply:
     return ModelReply(None, tuple(call(*c) for c in enumerate(names)), finish="tool_calls")
 
 
-def loop_with(model: ScriptedModel, desk: Desk | None = None, max_rounds: int = 5) -> Loop:
+def loop_with(
+    model: ScriptedModel, desk: Desk | None = None, max_rounds: int = 5, approval: bool = False
+) -> Loop:
     registry = ToolRegistry()
     registry.add_object(desk or Desk())
-    return Loop(model, registry, "You are a test.", max_rounds=max_rounds)
+    return Loop(model, registry, "You are a test.", max_rounds=max_rounds, write_approval=approval)
 
 
 def question(text: str = "hello") -> TurnState:
@@ -120,9 +118,9 @@ async def test_a_failing_tool_is_a_failed_result_the_model_reads() -> None:
 async def test_a_paused_write_goes_on_from_its_state_once_decided() -> None:
     desk = Desk()
     model = ScriptedModel().then(calls("create_ticket"), "Created T-1.")
-    loop = loop_with(model, desk)
+    loop = loop_with(model, desk, approval=True)
 
-    paused = await loop.run(question("open a ticket"), Recorder(INTERRUPTION))
+    paused = await loop.run(question("open a ticket"), Recorder())
 
     assert paused.outcome == Outcome.AWAITING_APPROVAL and desk.created == {}
     assert paused.pending is not None and paused.pending.tool_calls[0].marker is not None
@@ -139,9 +137,11 @@ async def test_a_paused_write_goes_on_from_its_state_once_decided() -> None:
 async def test_a_declined_write_is_not_run_and_the_model_reads_why() -> None:
     desk = Desk()
     model = ScriptedModel().then(calls("create_ticket"), "I did not create it.")
-    state = await loop_with(model, desk).run(
-        question(), Recorder(Decision.reject("The person said no."))
-    )
+    loop = loop_with(model, desk, approval=True)
+    state = await loop.run(question(), Recorder())
+    assert state.pending is not None
+    state.decisions = {state.pending.tool_calls[0].id: Decision.reject("The person said no.")}
+    state = await loop.run(state, Recorder())
 
     assert desk.created == {} and state.answer == "I did not create it."
     assert json.loads(model.requests[1].messages[-1].content or "") == {

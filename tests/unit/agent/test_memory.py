@@ -14,16 +14,15 @@ import pytest
 from bot import metrics
 from bot.agent.conversations import Conversations, Incoming
 from bot.agent.loop import Loop
-from bot.agent.memory import SUMMARY_HEADING, Memory
+from bot.agent.memory import SUMMARY_HEADING
+from bot.config import ConversationSettings
 from bot.errors import ModelError
 from bot.llm.scripted import Request, ScriptedModel
 from bot.messages import Outcome, utcnow
 from bot.store.db import Engines, create_engines
-from bot.store.history import HistoryStore
 from bot.store.summaries import SummaryStore
-from bot.store.turns import TurnStore
-from bot.store.window import Windows
 from bot.tools.base import ToolRegistry
+from bot.wiring import build_conversations
 from tests.unit.agent.test_loop import Desk
 
 BUDGET = 200
@@ -68,18 +67,12 @@ class Bot:
 @pytest.fixture
 async def bot(database_url: str) -> AsyncIterator[Bot]:
     engines = create_engines(database_url)
-    model, registry, windows = ScriptedModel(), ToolRegistry(), Windows()
+    model, registry = ScriptedModel(), ToolRegistry()
     registry.add_object(Desk())
     loop = Loop(model, registry, "You are a test.")
-    summaries = SummaryStore(engines)
-    conversations = Conversations(
-        TurnStore(engines, windows),
-        HistoryStore(engines, windows),
-        loop,
-        BUDGET,
-        memory=Memory(summaries, model, BUDGET),
-    )
-    yield Bot(conversations, model, summaries, engines)
+    settings = ConversationSettings(HISTORY_TOKEN_BUDGET=BUDGET)
+    conversations = build_conversations(engines, loop, settings)
+    yield Bot(conversations, model, SummaryStore(engines), engines)
     await engines.dispose()
 
 
@@ -182,13 +175,8 @@ async def test_a_budget_of_nothing_asks_for_no_summary(database_url: str) -> Non
     engines = create_engines(database_url)
     model, registry = ScriptedModel(), ToolRegistry()
     registry.add_object(Desk())
-    conversations = Conversations(
-        TurnStore(engines),
-        HistoryStore(engines),
-        Loop(model, registry, "You are a test."),
-        0,
-        memory=Memory(SummaryStore(engines), model, 0),
-    )
+    loop = Loop(model, registry, "You are a test.")
+    conversations = build_conversations(engines, loop, ConversationSettings(HISTORY_TOKEN_BUDGET=0))
     try:
         for i in range(3):
             model.then("ok")

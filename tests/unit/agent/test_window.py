@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bot.agent.window import INTERRUPTED_RESULT, repair, select_window
+from bot.agent.memory import INTERRUPTED_RESULT, repair, select_window
 from bot.messages import Message, ToolCall
 
 
